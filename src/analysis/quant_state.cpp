@@ -1,0 +1,97 @@
+// Quantization state: which quantization mechanisms a model already contains, how many nodes
+// each one accounts for, and which quantized element types it uses.
+#include <algorithm>
+#include <set>
+
+#include "analysis/model_graph.h"
+
+namespace mixprec::analysis {
+namespace {
+
+bool is_default_q_or_dq(const ModelGraph& graph, size_t id) {
+  const QuantRole role = graph.quant_role(id);
+  return (role == QuantRole::kQuantize || role == QuantRole::kDequantize) && is_default_domain(graph.node(id).domain());
+}
+
+// A default-domain Q/DQ that only converts at the edge of quantized kernels: a Q all of whose
+// readers are QOperator nodes, or a DQ reading a QOperator output. QOperator-format models are
+// full of them and are not QDQ models.
+bool bounds_qoperator_region(const ModelGraph& graph, size_t id) {
+  const onnx::NodeProto& n = graph.node(id);
+  if (n.input_size() == 0 || n.output_size() == 0) return false;
+  if (graph.quant_role(id) == QuantRole::kDequantize) {
+    const auto source = graph.producer(id, n.input(0));
+    return source && graph.quant_role(*source) == QuantRole::kQOperator;
+  }
+  const ir::NodeRef& ref = graph.ref(id);
+  const std::vector<size_t>& readers = ref.graph->consumers(n.output(0));
+  return !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](size_t reader) {
+    const onnx::NodeProto& consumer = ref.graph->node(reader);
+    const OpTraits* traits = find_op_traits(consumer.domain(), consumer.op_type());
+    return traits != nullptr && traits->quant_role == QuantRole::kQOperator;
+  });
+}
+
+// Quantized element types a quantization node declares.
+void collect_quant_types(const ModelGraph& graph, size_t id, std::set<std::string>* types) {
+  const onnx::NodeProto& n = graph.node(id);
+  const OpTraits& traits = *graph.traits(id);
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (!mask_has_input(traits.quant_type_inputs, i) || n.input(i).empty()) continue;
+    if (const int32_t type = graph.element_type(id, n.input(i)); type != onnx::TensorProto::UNDEFINED) {
+      types->insert(onnx_type_name(type));
+    }
+  }
+  // ONNX QuantizeLinear without a zero point outputs uint8, unless opset 21's output_dtype says.
+  const bool has_zero_point = n.input_size() > 2 && !n.input(2).empty();
+  if (traits.quant_role == QuantRole::kQuantize && is_default_domain(n.domain()) && !has_zero_point) {
+    int64_t type = ir::int_attribute(n, "output_dtype").value_or(onnx::TensorProto::UNDEFINED);
+    if (type == onnx::TensorProto::UNDEFINED) type = onnx::TensorProto::UINT8;
+    types->insert(onnx_type_name(static_cast<int32_t>(type)));
+  }
+}
+
+}  // namespace
+
+QuantizationSummary summarize_quantization(const ModelGraph& graph) {
+  QuantizationSummary summary;
+  std::set<std::string> types;
+  bool has_qdq = false;
+  for (size_t id = 0; id < graph.size(); ++id) {
+    const QuantRole role = graph.quant_role(id);
+    if (role != QuantRole::kNone) collect_quant_types(graph, id, &types);
+
+    if (is_default_q_or_dq(graph, id)) {
+      ++(role == QuantRole::kQuantize ? summary.quantize_linear : summary.dequantize_linear);
+      has_qdq = has_qdq || !bounds_qoperator_region(graph, id);
+    } else if (role == QuantRole::kQOperator) {
+      ++summary.qoperator_nodes;
+    } else if (role != QuantRole::kNone) {
+      ++summary.custom_domain_nodes;
+    }
+
+    // A cast pair is counted at its second Cast: to FLOAT, reading a Cast to BF16/FP16.
+    if (const int32_t low = graph.cast_back_source_type(id); low != onnx::TensorProto::UNDEFINED) {
+      const auto source = graph.producer(id, graph.node(id).input(0));
+      if (source && graph.cast_target(*source) == low) {
+        ++(low == onnx::TensorProto::BFLOAT16 ? summary.cast_pairs_bf16 : summary.cast_pairs_fp16);
+        types.insert(onnx_type_name(low));
+      }
+    }
+  }
+
+  const bool mechanisms[] = {has_qdq, summary.cast_pairs_bf16 + summary.cast_pairs_fp16 > 0,
+                             summary.qoperator_nodes > 0, summary.custom_domain_nodes > 0};
+  constexpr QuantState kStates[] = {QuantState::kQdq, QuantState::kCastPairs, QuantState::kQOperator,
+                                    QuantState::kCustomDomain};
+  const auto present = std::count(std::begin(mechanisms), std::end(mechanisms), true);
+  if (present > 1) {
+    summary.state = QuantState::kMixed;
+  } else if (present == 1) {
+    summary.state = kStates[std::find(std::begin(mechanisms), std::end(mechanisms), true) - std::begin(mechanisms)];
+  }
+  summary.dtypes.assign(types.begin(), types.end());
+  return summary;
+}
+
+}  // namespace mixprec::analysis

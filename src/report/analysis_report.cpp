@@ -1,0 +1,230 @@
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "mixprec/report.h"
+
+namespace mixprec {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json shape_json(const std::optional<std::vector<Dim>>& shape) {
+  if (!shape) return nullptr;
+  Json dims = Json::array();
+  for (const Dim& dim : *shape) {
+    if (dim.value) {
+      dims.push_back(*dim.value);
+    } else {
+      dims.push_back(dim.to_string());
+    }
+  }
+  return dims;
+}
+
+Json tensors_json(const std::vector<TensorInfo>& tensors) {
+  Json list = Json::array();
+  for (const TensorInfo& tensor : tensors) {
+    list.push_back({{"name", tensor.name}, {"dtype", tensor.dtype}, {"shape", shape_json(tensor.shape)}});
+  }
+  return list;
+}
+
+std::string percent(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", value);
+  return text;
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string text;
+  for (const std::string& item : items) {
+    if (!item.empty()) text += (text.empty() ? "" : separator) + item;
+  }
+  return text;
+}
+
+// Left-aligned columns separated by two spaces, each line indented by two spaces.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header = {}) {
+    if (!header.empty()) rows_.push_back(std::move(header));
+  }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+
+  std::string render() const {
+    std::vector<size_t> widths;
+    for (const auto& row : rows_) {
+      widths.resize(std::max(widths.size(), row.size()), 0);
+      for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    }
+    std::string text;
+    for (const auto& row : rows_) {
+      std::string line = " ";
+      for (size_t c = 0; c < row.size(); ++c) {
+        line += " " + row[c];
+        if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 1, ' ');
+      }
+      text += line + "\n";
+    }
+    return text;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string section(const std::string& title, const TextTable& table) { return title + "\n" + table.render() + "\n"; }
+
+std::string tensors_section(const std::string& title, const std::vector<TensorInfo>& tensors) {
+  TextTable table({"name", "dtype", "shape"});
+  for (const TensorInfo& tensor : tensors) table.add({tensor.name, tensor.dtype, dims_to_string(tensor.shape)});
+  return section(title, table);
+}
+
+}  // namespace
+
+nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
+  Json opsets = Json::object();
+  for (const auto& [domain, version] : analysis.opsets) opsets[domain] = version;
+  const QuantizationSummary& quant = analysis.quantization;
+
+  Json histogram = Json::array();
+  for (const OpCount& op : analysis.op_histogram) histogram.push_back({{"op_type", op.op_type}, {"count", op.count}});
+  Json compute_ops = Json::array();
+  for (const ComputeOpCount& op : analysis.compute_ops) {
+    compute_ops.push_back({{"op_type", op.op_type},
+                           {"total", op.total},
+                           {"quantized", op.quantized},
+                           {"bf16", op.bf16},
+                           {"fp16", op.fp16},
+                           {"float", op.float32}});
+  }
+  Json islands = Json::array();
+  for (const Island& island : analysis.islands.islands) {
+    islands.push_back({{"precision", to_string(island.precision)},
+                       {"node_count", island.node_count},
+                       {"first_node", island.first_node},
+                       {"last_node", island.last_node}});
+  }
+  const Coverage& coverage = analysis.coverage;
+
+  Json json;
+  json["model"] = {{"path", analysis.model_path},
+                   {"ir_version", analysis.ir_version},
+                   {"opsets", opsets},
+                   {"producer_name", analysis.producer_name},
+                   {"producer_version", analysis.producer_version},
+                   {"graph_name", analysis.graph_name},
+                   {"node_count", analysis.node_count}};
+  json["quantization"] = {{"state", to_string(quant.state)},
+                          {"quantize_linear", quant.quantize_linear},
+                          {"dequantize_linear", quant.dequantize_linear},
+                          {"cast_pairs_bf16", quant.cast_pairs_bf16},
+                          {"cast_pairs_fp16", quant.cast_pairs_fp16},
+                          {"qoperator_nodes", quant.qoperator_nodes},
+                          {"custom_domain_nodes", quant.custom_domain_nodes},
+                          {"dtypes", quant.dtypes}};
+  json["inputs"] = tensors_json(analysis.inputs);
+  json["outputs"] = tensors_json(analysis.outputs);
+  json["op_histogram"] = std::move(histogram);
+  json["compute_ops"] = std::move(compute_ops);
+  json["coverage"] = {{"compute_nodes", coverage.compute_nodes},
+                      {"quantized", coverage.quantized},
+                      {"bf16", coverage.bf16},
+                      {"fp16", coverage.fp16},
+                      {"float", coverage.float32},
+                      {"quantized_percent", coverage.quantized_percent},
+                      {"emulated_percent", coverage.emulated_percent}};
+  json["islands"] = {{"quantized", analysis.islands.quantized_islands},
+                     {"float", analysis.islands.float_islands},
+                     {"bf16", analysis.islands.bf16_islands},
+                     {"fp16", analysis.islands.fp16_islands},
+                     {"list", std::move(islands)}};
+  json["task"] = {{"type", to_string(analysis.task.type)}, {"reason", analysis.task.reason}};
+  return json;
+}
+
+std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTableOptions& options) {
+  std::string text;
+
+  std::vector<std::string> opsets;
+  for (const auto& [domain, version] : analysis.opsets) opsets.push_back(domain + " " + std::to_string(version));
+  TextTable model;
+  model.add({"path", analysis.model_path});
+  model.add({"ir_version", std::to_string(analysis.ir_version)});
+  model.add({"opsets", join(opsets, ", ")});
+  model.add({"producer", join({analysis.producer_name, analysis.producer_version}, " ")});
+  model.add({"graph", analysis.graph_name});
+  model.add({"nodes", std::to_string(analysis.node_count)});
+  text += section("Model", model);
+
+  const QuantizationSummary& quant = analysis.quantization;
+  TextTable quantization;
+  quantization.add({"state", to_string(quant.state)});
+  quantization.add({"QuantizeLinear", std::to_string(quant.quantize_linear)});
+  quantization.add({"DequantizeLinear", std::to_string(quant.dequantize_linear)});
+  quantization.add({"cast pairs bf16", std::to_string(quant.cast_pairs_bf16)});
+  quantization.add({"cast pairs fp16", std::to_string(quant.cast_pairs_fp16)});
+  quantization.add({"QOperator nodes", std::to_string(quant.qoperator_nodes)});
+  quantization.add({"custom-domain quant nodes", std::to_string(quant.custom_domain_nodes)});
+  quantization.add({"dtypes", quant.dtypes.empty() ? "-" : join(quant.dtypes, ", ")});
+  text += section("Quantization", quantization);
+
+  text += tensors_section("Inputs", analysis.inputs);
+  text += tensors_section("Outputs", analysis.outputs);
+
+  TextTable histogram({"op_type", "count"});
+  const size_t shown_ops = std::min(options.max_ops, analysis.op_histogram.size());
+  for (size_t i = 0; i < shown_ops; ++i) {
+    histogram.add({analysis.op_histogram[i].op_type, std::to_string(analysis.op_histogram[i].count)});
+  }
+  if (shown_ops < analysis.op_histogram.size()) {
+    int64_t rest = 0;
+    for (size_t i = shown_ops; i < analysis.op_histogram.size(); ++i) rest += analysis.op_histogram[i].count;
+    histogram.add({std::to_string(analysis.op_histogram.size() - shown_ops) + " more op types", std::to_string(rest)});
+  }
+  text += section("Op histogram (" + std::to_string(analysis.op_histogram.size()) + " op types)", histogram);
+
+  const Coverage& coverage = analysis.coverage;
+  TextTable compute({"op_type", "total", "quantized", "bf16", "fp16", "float"});
+  auto add_counts = [&compute](const std::string& name, int64_t total, int64_t quantized, int64_t bf16, int64_t fp16,
+                               int64_t float32) {
+    compute.add({name, std::to_string(total), std::to_string(quantized), std::to_string(bf16), std::to_string(fp16),
+                 std::to_string(float32)});
+  };
+  for (const ComputeOpCount& op : analysis.compute_ops) {
+    add_counts(op.op_type, op.total, op.quantized, op.bf16, op.fp16, op.float32);
+  }
+  add_counts("all compute", coverage.compute_nodes, coverage.quantized, coverage.bf16, coverage.fp16,
+             coverage.float32);
+  text += section("Coverage (quantized " + percent(coverage.quantized_percent) + ", emulated bf16/fp16 " +
+                      percent(coverage.emulated_percent) + " of compute nodes)",
+                  compute);
+
+  const IslandSummary& summary = analysis.islands;
+  TextTable islands({"#", "precision", "nodes", "first", "last"});
+  const size_t shown_islands = std::min(options.max_islands, summary.islands.size());
+  for (size_t i = 0; i < shown_islands; ++i) {
+    const Island& island = summary.islands[i];
+    islands.add({std::to_string(i + 1), to_string(island.precision), std::to_string(island.node_count),
+                 island.first_node, island.last_node});
+  }
+  if (shown_islands < summary.islands.size()) {
+    islands.add({"...", std::to_string(summary.islands.size() - shown_islands) + " more islands"});
+  }
+  text += section("Islands (" + std::to_string(summary.islands.size()) + ": " +
+                      std::to_string(summary.quantized_islands) + " quantized, " +
+                      std::to_string(summary.float_islands) + " float, " + std::to_string(summary.bf16_islands) +
+                      " bf16, " + std::to_string(summary.fp16_islands) + " fp16)",
+                  islands);
+
+  TextTable task;
+  task.add({"type", to_string(analysis.task.type)});
+  task.add({"reason", analysis.task.reason});
+  text += section("Task type", task);
+  text.pop_back();  // one trailing newline, not a blank line
+  return text;
+}
+
+}  // namespace mixprec
