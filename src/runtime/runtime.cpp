@@ -1,0 +1,310 @@
+// The only translation unit family that includes onnxruntime_cxx_api.h.
+#include "mixprec/runtime.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include <onnxruntime_cxx_api.h>
+
+#include "mixprec/error.h"
+#include "mixprec/model_io.h"
+
+namespace mixprec {
+namespace fs = std::filesystem;
+namespace {
+
+Ort::Env& ort_env() {
+  // One environment per process, as ONNX Runtime requires. Warnings stay visible on stderr.
+  static Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "mixprec");
+  return env;
+}
+
+GraphOptimizationLevel to_ort(GraphOptimization level) {
+  switch (level) {
+    case GraphOptimization::kDisabled: return ORT_DISABLE_ALL;
+    case GraphOptimization::kBasic: return ORT_ENABLE_BASIC;
+    case GraphOptimization::kExtended: return ORT_ENABLE_EXTENDED;
+    case GraphOptimization::kAll: return ORT_ENABLE_ALL;
+  }
+  return ORT_ENABLE_BASIC;
+}
+
+using ProviderOptions = std::unordered_map<std::string, std::string>;
+
+// One row per execution provider we know how to append. Providers not listed here are
+// appended through ONNX Runtime's generic by-name entry point.
+struct ProviderRow {
+  const char* short_name;
+  const char* ort_name;
+  void (*append)(Ort::SessionOptions&, const ProviderOptions&);
+};
+
+void append_none(Ort::SessionOptions&, const ProviderOptions&) {}
+
+void append_cuda(Ort::SessionOptions& so, const ProviderOptions& options) {
+  const OrtApi& api = Ort::GetApi();
+  OrtCUDAProviderOptionsV2* cuda = nullptr;
+  Ort::ThrowOnError(api.CreateCUDAProviderOptions(&cuda));
+  std::unique_ptr<OrtCUDAProviderOptionsV2, decltype(api.ReleaseCUDAProviderOptions)> guard(
+      cuda, api.ReleaseCUDAProviderOptions);
+  std::vector<const char*> keys, values;
+  for (const auto& [k, v] : options) {
+    keys.push_back(k.c_str());
+    values.push_back(v.c_str());
+  }
+  Ort::ThrowOnError(api.UpdateCUDAProviderOptions(cuda, keys.data(), values.data(), keys.size()));
+  so.AppendExecutionProvider_CUDA_V2(*cuda);
+}
+
+void append_vitisai(Ort::SessionOptions& so, const ProviderOptions& options) {
+  so.AppendExecutionProvider_VitisAI(options);
+}
+
+constexpr ProviderRow kProviders[] = {
+    {"CPU", "CPUExecutionProvider", append_none},
+    {"CUDA", "CUDAExecutionProvider", append_cuda},
+    {"VitisAI", "VitisAIExecutionProvider", append_vitisai},
+    {"XNNPACK", "XnnpackExecutionProvider", nullptr},
+    {"OpenVINO", "OpenVINOExecutionProvider", nullptr},
+    {"QNN", "QNNExecutionProvider", nullptr},
+    {"DML", "DmlExecutionProvider", nullptr},
+};
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+const ProviderRow* find_provider(const std::string& name) {
+  for (const auto& row : kProviders) {
+    if (lower(name) == lower(row.short_name) || lower(name) == lower(row.ort_name)) return &row;
+  }
+  return nullptr;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label) {
+  Ort::SessionOptions so;
+  so.SetGraphOptimizationLevel(to_ort(options.optimization));
+  if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
+  if (!options.optimized_model_path.empty()) so.SetOptimizedModelFilePath(options.optimized_model_path.c_str());
+
+  const ProviderRow* row = find_provider(options.provider);
+  const std::string ort_name = row ? row->ort_name : options.provider;
+  const auto available = available_providers();
+  if (std::find(available.begin(), available.end(), ort_name) == available.end()) {
+    throw Error(ErrorKind::kBadInput, label,
+                "execution provider '" + options.provider + "' is not in this ONNX Runtime build (available: " +
+                    joined(available) + ")");
+  }
+  const ProviderOptions provider_options(options.provider_options.begin(), options.provider_options.end());
+  if (row && row->append) {
+    row->append(so, provider_options);
+  } else {
+    so.AppendExecutionProvider(row ? row->short_name : options.provider, provider_options);
+  }
+  return so;
+}
+
+Error runtime_error(const std::string& label, const Ort::Exception& e) {
+  // ORT_INVALID_GRAPH / ORT_INVALID_ARGUMENT / ORT_NO_SUCHFILE describe the model or the data.
+  const OrtErrorCode code = e.GetOrtErrorCode();
+  const bool input_fault = code == ORT_INVALID_GRAPH || code == ORT_INVALID_ARGUMENT || code == ORT_NO_SUCHFILE ||
+                           code == ORT_INVALID_PROTOBUF || code == ORT_NOT_IMPLEMENTED || code == ORT_NO_MODEL;
+  std::string message = e.what();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  return Error(input_fault ? ErrorKind::kBadInput : ErrorKind::kRuntime, label, "ONNX Runtime: " + message);
+}
+
+InputSpec spec_from(const std::string& name, const Ort::TypeInfo& type_info, const std::string& label) {
+  if (type_info.GetONNXType() != ONNX_TYPE_TENSOR) {
+    throw_unsupported(label, "'" + name + "' is not a tensor (sequences, maps and optionals are not supported)");
+  }
+  auto info = type_info.GetTensorTypeAndShapeInfo();
+  InputSpec spec;
+  spec.name = name;
+  spec.dtype = dtype_from_onnx(static_cast<int32_t>(info.GetElementType()));
+  spec.shape = info.GetShape();
+  const size_t rank = spec.shape.size();
+  std::vector<const char*> symbolic(rank, nullptr);
+  if (rank > 0) info.GetSymbolicDimensions(symbolic.data(), rank);
+  spec.dim_params.resize(rank);
+  for (size_t i = 0; i < rank; ++i) spec.dim_params[i] = symbolic[i] ? symbolic[i] : "";
+  return spec;
+}
+
+void check_input(const InputSpec& spec, const Tensor& tensor, const std::string& label) {
+  if (tensor.dtype() != spec.dtype) {
+    throw_bad_input(label, "input '" + spec.name + "' is " + dtype_name(tensor.dtype()) + ", the model wants " +
+                               dtype_name(spec.dtype));
+  }
+  bool ok = tensor.shape().size() == spec.shape.size();
+  for (size_t i = 0; ok && i < spec.shape.size(); ++i) {
+    ok = spec.shape[i] < 0 || spec.shape[i] == tensor.shape()[i];
+  }
+  if (!ok) {
+    throw_bad_input(label, "input '" + spec.name + "' has shape " + shape_to_string(tensor.shape()) +
+                               ", the model wants " + shape_to_string(spec.shape));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> available_providers() { return Ort::GetAvailableProviders(); }
+
+std::string runtime_version() { return Ort::GetVersionString(); }
+
+struct Session::Impl {
+  std::string label;
+  Ort::Session session{nullptr};
+  std::vector<InputSpec> inputs;
+  std::vector<InputSpec> outputs;
+
+  void describe() {
+    Ort::AllocatorWithDefaultOptions allocator;
+    for (size_t i = 0; i < session.GetInputCount(); ++i) {
+      inputs.push_back(spec_from(session.GetInputNameAllocated(i, allocator).get(), session.GetInputTypeInfo(i), label));
+    }
+    for (size_t i = 0; i < session.GetOutputCount(); ++i) {
+      outputs.push_back(
+          spec_from(session.GetOutputNameAllocated(i, allocator).get(), session.GetOutputTypeInfo(i), label));
+    }
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+
+Session Session::from_file(const std::string& model_path, const SessionOptions& options) {
+  std::error_code ec;
+  if (!fs::is_regular_file(model_path, ec)) throw_io(model_path, "no such model file");
+  auto impl = std::make_unique<Impl>();
+  impl->label = model_path;
+  try {
+    Ort::SessionOptions so = make_session_options(options, model_path);
+    impl->session = Ort::Session(ort_env(), model_path.c_str(), so);
+    impl->describe();
+  } catch (const Ort::Exception& e) {
+    throw runtime_error(model_path, e);
+  }
+  return Session(std::move(impl));
+}
+
+Session Session::from_model(const onnx::ModelProto& model, const std::string& label, const SessionOptions& options) {
+  if (model.ByteSizeLong() > kProtobufLimitBytes) {
+    // ONNX Runtime cannot take >2 GB from memory: go through a file with external data.
+    const fs::path dir = fs::temp_directory_path() / ("mixprec-session-" + std::to_string(::getpid()) + "-" +
+                                                       std::to_string(reinterpret_cast<uintptr_t>(&model)));
+    fs::create_directories(dir);
+    const std::string path = (dir / "model.onnx").string();
+    save_model(model, path, {.external_data = ExternalData::kAlways});
+    try {
+      Session session = from_file(path, options);
+      session.impl_->label = label;
+      fs::remove_all(dir);
+      return session;
+    } catch (...) {
+      fs::remove_all(dir);
+      throw;
+    }
+  }
+  const std::string bytes = serialize_model(model, label);
+  auto impl = std::make_unique<Impl>();
+  impl->label = label;
+  try {
+    Ort::SessionOptions so = make_session_options(options, label);
+    impl->session = Ort::Session(ort_env(), bytes.data(), bytes.size(), so);
+    impl->describe();
+  } catch (const Ort::Exception& e) {
+    throw runtime_error(label, e);
+  }
+  return Session(std::move(impl));
+}
+
+const std::vector<InputSpec>& Session::inputs() const { return impl_->inputs; }
+const std::vector<InputSpec>& Session::outputs() const { return impl_->outputs; }
+
+NamedTensors Session::run(const NamedTensors& inputs, const std::vector<std::string>& output_names) const {
+  const std::string& label = impl_->label;
+  std::vector<const char*> input_names;
+  std::vector<Ort::Value> input_values;
+  Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  std::set<std::string> given;
+  for (const auto& [name, tensor] : inputs) {
+    auto spec = std::find_if(impl_->inputs.begin(), impl_->inputs.end(), [&](const auto& s) { return s.name == name; });
+    if (spec == impl_->inputs.end()) throw_bad_input(label, "the model has no input named '" + name + "'");
+    check_input(*spec, tensor, label);
+    given.insert(name);
+    input_names.push_back(name.c_str());
+    // ONNX Runtime reads inputs only; the const_cast is required by its C signature.
+    input_values.push_back(Ort::Value::CreateTensor(
+        memory, const_cast<std::byte*>(tensor.data()), tensor.byte_size(), tensor.shape().data(),
+        tensor.shape().size(), static_cast<ONNXTensorElementDataType>(dtype_to_onnx(tensor.dtype()))));
+  }
+  for (const auto& spec : impl_->inputs) {
+    if (!given.count(spec.name)) throw_bad_input(label, "no data given for model input '" + spec.name + "'");
+  }
+  std::vector<std::string> wanted = output_names;
+  if (wanted.empty()) {
+    for (const auto& spec : impl_->outputs) wanted.push_back(spec.name);
+  }
+  std::vector<const char*> wanted_c;
+  for (const auto& name : wanted) wanted_c.push_back(name.c_str());
+
+  std::vector<Ort::Value> results;
+  try {
+    results = impl_->session.Run(Ort::RunOptions{nullptr}, input_names.data(), input_values.data(),
+                                 input_values.size(), wanted_c.data(), wanted_c.size());
+  } catch (const Ort::Exception& e) {
+    throw runtime_error(label, e);
+  }
+  NamedTensors out;
+  out.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    Ort::Value& value = results[i];
+    if (!value.IsTensor()) throw_unsupported(label, "output '" + wanted[i] + "' is not a tensor");
+    auto info = value.GetTensorTypeAndShapeInfo();
+    const DType dtype = dtype_from_onnx(static_cast<int32_t>(info.GetElementType()));
+    const Shape shape = info.GetShape();
+    const auto* bytes = static_cast<const std::byte*>(value.GetTensorRawData());
+    const size_t size = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    out.emplace_back(wanted[i], Tensor(dtype, shape, std::span<const std::byte>(bytes, size)));
+  }
+  return out;
+}
+
+onnx::ModelProto expose_intermediates(const onnx::ModelProto& model, const std::vector<std::string>& names,
+                                      const std::string& label) {
+  onnx::ModelProto copy = model;
+  onnx::GraphProto& graph = *copy.mutable_graph();
+  std::set<std::string> produced;
+  for (const auto& node : graph.node()) produced.insert(node.output().begin(), node.output().end());
+  for (const auto& input : graph.input()) produced.insert(input.name());
+  std::set<std::string> outputs;
+  for (const auto& output : graph.output()) outputs.insert(output.name());
+  std::unordered_map<std::string, const onnx::ValueInfoProto*> known;
+  for (const auto& vi : graph.value_info()) known.emplace(vi.name(), &vi);
+  for (const auto& name : names) {
+    if (!produced.count(name)) throw_bad_input(label, "no tensor named '" + name + "' in the main graph");
+    if (!outputs.insert(name).second) continue;
+    auto* added = graph.add_output();
+    if (auto it = known.find(name); it != known.end()) {
+      *added = *it->second;
+    } else {
+      added->set_name(name);  // ONNX Runtime infers the type of an untyped graph output
+    }
+  }
+  return copy;
+}
+
+}  // namespace mixprec
