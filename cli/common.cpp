@@ -1,0 +1,88 @@
+#include "common.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <cstdio>
+
+#include "mixprec/error.h"
+
+namespace mixprec::cli {
+
+void DataFlags::add_to(CLI::App& cmd, size_t default_random, const std::string& files_flag) {
+  random = default_random;
+  auto* data = cmd.add_option(files_flag, files,
+                              ".npy/.npz files, pictures, or folders of them (npz keys = input names)");
+  cmd.add_option("--random", random, "number of seeded random samples when no --data is given")
+      ->excludes(data)
+      ->capture_default_str();
+  cmd.add_option("--seed", seed, "seed of the random samples")->capture_default_str();
+  cmd.add_option("--input-shape", input_shapes, "pin a dynamic input shape: NAME=1x3x48x192 (repeatable)");
+}
+
+DataOptions DataFlags::resolve() const {
+  DataOptions options;
+  options.files = files;
+  options.random_samples = random;
+  options.seed = seed;
+  options.input_shapes = parse_input_shapes(input_shapes);
+  return options;
+}
+
+void RuntimeFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--ep", provider, "execution provider: CPU, CUDA, VitisAI, ... (CPU always falls back)")
+      ->capture_default_str();
+  cmd.add_option("--ep-option", provider_options, "execution provider option KEY=VALUE (repeatable)");
+  cmd.add_option("--threads", threads, "intra-op threads (0: ONNX Runtime default)")->capture_default_str();
+}
+
+SessionOptions RuntimeFlags::resolve() const {
+  SessionOptions options;
+  options.provider = provider;
+  options.intra_op_threads = threads;
+  for (const auto& kv : provider_options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw_bad_input("", "--ep-option '" + kv + "' is not KEY=VALUE");
+    options.provider_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return options;
+}
+
+void SampleFlags::add_to(CLI::App& cmd, const std::string& files_flag, size_t default_random) {
+  data.add_to(cmd, default_random, files_flag);
+  cmd.add_option("--preprocess", preprocess,
+                 "picture preprocessing preset: imagenet, ppocr_det, ppocr_cls_rec, raw (default imagenet)");
+  cmd.add_option("--image-size", image_size, "resize pictures to HxW (default: the model input's size)");
+}
+
+DataSpec SampleFlags::resolve() const {
+  DataSpec spec;
+  spec.data = data.resolve();
+  spec.preprocess = preprocess;
+  if (!image_size.empty()) {
+    const auto shapes = parse_input_shapes({"image=" + image_size});
+    const Shape& hw = shapes.at("image");
+    if (hw.size() != 2) throw_bad_input("", "--image-size '" + image_size + "' is not HxW");
+    spec.image_height = hw[0];
+    spec.image_width = hw[1];
+  }
+  return spec;
+}
+
+ProgressFn progress_bar(const std::string& label) {
+  if (!::isatty(STDERR_FILENO)) return {};
+  const auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  return [label, start](size_t done, size_t total) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
+    constexpr size_t kWidth = 30;
+    const size_t filled = total ? done * kWidth / total : kWidth;
+    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.1f samples/s", label.c_str(), std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '.').c_str(), done, total, rate);
+    if (done == total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace mixprec::cli

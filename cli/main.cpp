@@ -1,0 +1,69 @@
+// mixprec: quantize ONNX models and find the smallest set of layers that must stay at higher
+// precision. This file wires subcommands and maps errors to exit codes; every subcommand is a
+// thin layer over one library call.
+#include <iostream>
+
+#include "common.h"
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+
+namespace {
+
+int exit_code_for(mixprec::ErrorKind kind) {
+  switch (kind) {
+    case mixprec::ErrorKind::kBadInput:
+    case mixprec::ErrorKind::kUnsupported:
+    case mixprec::ErrorKind::kIo:
+      return mixprec::cli::kExitBadInput;
+    case mixprec::ErrorKind::kRuntime:
+    case mixprec::ErrorKind::kInternal:
+      return mixprec::cli::kExitInternal;
+  }
+  return mixprec::cli::kExitInternal;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mixprec::cli;
+  CLI::App app{"mixprec: quantize ONNX models and search mixed precision (INT8 / BF16 / FP16)", "mixprec"};
+  app.footer(kExitCodesHelp);
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "print progress and info messages on stderr");
+
+  const std::vector<Command> commands = {add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
+                                         add_compare(app)};
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+
+  mixprec::set_log_sink([verbose](mixprec::LogLevel level, const std::string& message) {
+    if (level == mixprec::LogLevel::kWarning) {
+      std::cerr << "warning: " << message << '\n';
+    } else if (verbose) {
+      std::cerr << message << '\n';
+    }
+  });
+
+  try {
+    for (const auto& command : commands) {
+      if (command.app->parsed()) return command.action();
+    }
+    return kExitBadInput;
+  } catch (const mixprec::Error& e) {
+    std::cerr << "mixprec: error: " << e.what() << '\n';
+    return exit_code_for(e.kind());
+  } catch (const std::exception& e) {
+    std::cerr << "mixprec: internal error: " << e.what() << '\n';
+    return kExitInternal;
+  }
+}
