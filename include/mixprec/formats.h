@@ -1,0 +1,156 @@
+// Formats: the table of numeric formats a tensor can be put in, and the scale / zero-point /
+// rounding math that turns a float range into quantization parameters and values into codes.
+//
+// Integer formats are emulated in the graph as QuantizeLinear/DequantizeLinear pairs; BF16 and
+// FP16 as Cast-to-low/Cast-to-float pairs. Everything here is exact, deterministic arithmetic:
+// rounding is round-half-to-even everywhere (as QuantizeLinear does), codes saturate at the
+// format's limits, and a degenerate range (all zeros, an all-zero weight channel) gives a
+// finite positive scale, never 0, Inf or NaN.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mixprec/tensor.h"
+
+namespace mixprec {
+
+enum class FormatId : uint8_t {
+  kFloat32,   // left as is
+  kXInt8,     // int8, symmetric, power-of-two scale, per tensor (NPU style; Quark XInt8Spec)
+  kInt8,
+  kUInt8,
+  kInt16,
+  kUInt16,
+  kBFloat16,  // exact emulation by casts
+  kFloat16,   // exact emulation by casts
+};
+
+// One row per format (see format_traits()); adding a format is one row plus its tests.
+struct FormatTraits {
+  FormatId id;
+  const char* name;            // "xint8", "int8", ..., "bf16", "fp16", "fp32"
+  const char* spec_name;       // Quark spec name: "XInt8Spec", "Int8Spec", ..., "BFloat16Spec"
+  bool is_integer;             // Q/DQ emulated
+  DType storage;               // element type of quantized codes / cast target
+  int64_t qmin, qmax;          // integer code range (0, 0 for float formats)
+  bool power_of_two_scale;     // scale must be 2^k
+  bool symmetric_default;      // default when the config does not say
+  bool per_channel_allowed;    // per-channel weights make sense
+  int64_t min_opset;           // QuantizeLinear opset the format needs per tensor (int16: 21;
+                               // an axis needs at least 13), 0 for casts
+};
+
+const FormatTraits& format_traits(FormatId id);
+std::span<const FormatTraits> all_formats();
+// By spec name ("Int8Spec") or short name ("int8"), case-sensitive. nullopt when unknown.
+// fp32 is "Float32Spec": Quark has no such spec; it names "leave this tensor in float".
+std::optional<FormatId> format_from_name(std::string_view name);
+
+// Parameters of one quantized tensor: one scale/zero point per tensor (axis -1), or one per
+// channel along `axis` (axis >= 0). Float formats have no parameters (both vectors empty).
+struct QuantParams {
+  std::vector<float> scale;
+  std::vector<int32_t> zero_point;
+  int64_t axis = -1;
+};
+
+struct ParamOptions {
+  bool symmetric = true;
+  // Formats whose traits require it always use power-of-two scales; this forces it for others.
+  bool power_of_two = false;
+};
+
+// The largest code magnitude of symmetric quantization: qmax for signed formats (127 for
+// int8), (qmax - qmin) / 2 for unsigned ones (127 for uint8, around zero point 128).
+// 0 for float formats.
+int64_t symmetric_qmax(FormatId format);
+
+// The smallest scale ever produced: ranges narrower than this (e.g. all-zero channels) use it,
+// so dequantized values stay exact zeros and no scale is 0, Inf or NaN.
+inline constexpr float kMinScale = 1.0f / (1 << 24);
+
+// Per-tensor scale and zero point covering [rmin, rmax] (the range is first widened to
+// include 0):
+//  symmetric:  scale = max(|rmin|, |rmax|) / symmetric_qmax, zero point 0 for signed formats
+//              and (qmin + qmax + 1) / 2 for unsigned ones (128, 32768). For signed formats the
+//              codes are [qmin, qmax] = [-128, 127] but the range maps onto [-127, 127]: -128
+//              is reachable only by saturation, so the grid is the same on both sides of 0;
+//  asymmetric: scale = (rmax - rmin) / (qmax - qmin), zero point = round(qmin - rmin / scale)
+//              clamped to [qmin, qmax];
+//  power of two (format rule or option): the scale above rounded UP to the next 2^k, so the
+//              range never overflows (PowerOfTwo_NonOverflow semantics).
+// Arithmetic is in double, rounded to float once (rmax - rmin neither overflows nor loses
+// bits).
+// Degenerate input never yields a scale of 0, Inf or NaN: a range so narrow that the scale
+// would fall below kMinScale (all zeros) uses kMinScale, and a NaN or infinite bound is taken
+// as the finite extreme on its side (rmin -> lowest float, rmax -> largest float): the one
+// choice that still covers whatever the bound stood for.
+// Float formats: empty parameters.
+QuantParams choose_params(FormatId format, float rmin, float rmax, const ParamOptions& options = {});
+
+// (q - zero_point) * scale, as DequantizeLinear.
+inline float dequantize_value(int32_t q, float scale, int32_t zero_point) {
+  return static_cast<float>(q - zero_point) * scale;
+}
+
+// One channel's quantization with the format's code range looked up once: the single home of
+// the rounding arithmetic, inline so that loops over many values (quantize_tensor, the range
+// searches) pay no call per value. Integer formats only (asserted).
+//  quantize: round-half-to-even of x / scale (float division, as QuantizeLinear) plus the
+//            zero point, saturated to [qmin, qmax]; +-Inf saturate, NaN gives the zero point
+//            (so it dequantizes to 0). Uses the current rounding mode, which must be the
+//            default round-to-nearest: nothing here changes the floating-point environment.
+class Quantizer {
+ public:
+  Quantizer(FormatId format, float scale, int32_t zero_point);
+
+  int32_t quantize(float x) const {
+    if (std::isnan(x)) return zero_point_;
+    // Rounding before adding the zero point, as QuantizeLinear; codes up to 65535 are exact in float.
+    const float code = std::nearbyint(x / scale_) + static_cast<float>(zero_point_);
+    return static_cast<int32_t>(std::clamp(code, qmin_, qmax_));
+  }
+  float dequantize(int32_t q) const { return dequantize_value(q, scale_, zero_point_); }
+  float fake_quantize(float x) const { return dequantize(quantize(x)); }
+
+ private:
+  float scale_;
+  int32_t zero_point_;
+  float qmin_, qmax_;
+};
+
+// Quantizer(format, scale, zero_point).quantize(x).
+int32_t quantize_value(float x, float scale, int32_t zero_point, FormatId format);
+// x through the format and back: fake quantization with the parameters of `channel` (0 for
+// per-tensor parameters) for integer formats; bf16/fp16 rounding (round-to-nearest-even) for
+// float formats, whose `params` are ignored; identity for fp32.
+float fake_quantize_value(float x, const QuantParams& params, size_t channel, FormatId format);
+
+// Quantizes a float tensor (any float dtype) to a tensor of the format's storage type with the
+// same shape: integer codes (per channel when params.axis >= 0, which needs
+// params.scale.size() == shape[axis]), or for float formats the values cast to bf16/fp16/fp32.
+// Parameters that do not fit the tensor are a programmer error (kInternal).
+Tensor quantize_tensor(const Tensor& values, const QuantParams& params, FormatId format);
+
+// Parameters for a weight from its values (NaN elements are ignored, infinities are taken as
+// the finite extremes): one scale/zero point per slice along `axis` (each channel's own
+// min/max; an all-zero channel gets kMinScale), or per tensor when axis is -1. kBadInput when
+// the axis is outside [-1, rank) or the format does not allow per-channel parameters.
+QuantParams choose_weight_params(const Tensor& weight, FormatId format, int64_t axis, const ParamOptions& options);
+
+// Bias codes for Int32Bias: int32 round-half-to-even of bias / scale, where `scales` are the
+// bias scales the caller also writes into the graph: input scale x weight scale, one entry, or
+// one per element of the 1-D bias (per output channel when the weight is per channel). The
+// division is done in double (int32 codes need more than float's 24-bit significand), codes
+// saturate to the int32 range, and a NaN bias element gives 0. Scales must be finite and > 0
+// (kInternal otherwise).
+Tensor quantize_bias(const Tensor& bias, std::span<const float> scales);
+
+}  // namespace mixprec
