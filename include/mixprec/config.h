@@ -1,0 +1,169 @@
+// Quark-style quantization configuration: load/save JSON in exactly the shapes SPEC.md shows,
+// presets by name, and node selection (which layer gets which formats).
+//
+// JSON shape:
+//   { "global_config": LAYER, "specific_layer_config": [ {"target_node_names": [...],
+//     "layer_config": LAYER}, ... ], "exclude": {"node_names": [regex...],
+//     "subgraphs": [[start, end], ...]}, "extra_options": {...} }
+//   LAYER = { "input_tensors": SPEC, "weight": SPEC, "bias": SPEC, "output_tensors": SPEC }
+//   SPEC  = { "spec": "XInt8Spec" | "Int8Spec" | ..., "params": { "symmetric": bool,
+//             "per_channel": bool, "ch_axis": int, "calib_method": "MinMax" | ... } }
+//   A LAYER key may be null or absent: that tensor stays in float. "spec" is a spec name of the
+//   format table (format_from_name also accepts its short names, "int8"); saving writes spec names.
+// Only these shapes load: specific_layer_config must be a list (Quark's dict form is an error
+// that says to use the list-of-objects form) and each exclude.subgraphs entry a [start, end]
+// pair of node names. Unknown specs and calibration methods, malformed JSON and values of the
+// wrong type are errors (kBadInput naming the file and the key path, e.g.
+// "cfg.json: extra_options.NumCalibSamples must be an integer"); so are invalid regexes.
+// Unknown keys at any level and unknown extra options are a visible warning (log_warning) and
+// are kept so that saving preserves them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "mixprec/calibration.h"
+#include "mixprec/formats.h"
+
+namespace mixprec {
+
+struct TensorQuantSpec {
+  FormatId format = FormatId::kFloat32;
+  std::optional<bool> symmetric;           // unset: format default / ActivationSymmetric
+  bool per_channel = false;
+  std::optional<int64_t> ch_axis;          // unset: the op's weight output-channel axis
+  std::optional<CalibMethod> calib_method; // unset: extra_options.CalibMethod
+  nlohmann::ordered_json unknown_params = nlohmann::ordered_json::object();
+  nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();  // beside spec/params
+
+  bool operator==(const TensorQuantSpec&) const = default;
+};
+
+// Formats for one layer's tensors; unset means "left in float".
+struct LayerConfig {
+  std::optional<TensorQuantSpec> input_tensors;
+  std::optional<TensorQuantSpec> weight;
+  std::optional<TensorQuantSpec> bias;
+  std::optional<TensorQuantSpec> output_tensors;
+  nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
+
+  bool operator==(const LayerConfig&) const = default;
+};
+
+struct LayerOverride {
+  // A pattern that starts with '^' and contains ".*" is a regex (ECMAScript, full match);
+  // anything else is an exact node name.
+  std::vector<std::string> target_node_names;
+  LayerConfig layer_config;
+  nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
+
+  bool operator==(const LayerOverride&) const = default;
+};
+
+struct ExcludeConfig {
+  std::vector<std::string> node_names;                            // regexes (full match)
+  // Start node, end node: every main-graph node on a data path from start to end, both
+  // included, is excluded. Names that match no node are an error.
+  std::vector<std::pair<std::string, std::string>> subgraphs;
+  nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
+
+  bool operator==(const ExcludeConfig&) const = default;
+};
+
+struct ExtraOptions {
+  std::vector<std::string> op_types_to_quantize;  // empty: the default quantizable op table
+  bool activation_symmetric = true;
+  bool use_random_data = false;
+  bool convert_bn_to_conv = true;
+  bool bf16_qdq_to_cast = true;
+  bool int32_bias = true;
+  CalibMethod calib_method = CalibMethod::kMinMax;
+  int64_t num_calib_samples = 100;        // must be >= 1
+  nlohmann::ordered_json unknown = nlohmann::ordered_json::object();  // kept, warned about
+
+  bool operator==(const ExtraOptions&) const = default;
+};
+
+struct QuantConfig {
+  LayerConfig global;
+  std::vector<LayerOverride> specific;
+  ExcludeConfig exclude;
+  ExtraOptions extra;
+  nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
+
+  bool operator==(const QuantConfig&) const = default;
+};
+
+// `label` (a file name) prefixes every error and warning.
+QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& label);
+QuantConfig load_config(const std::string& path);  // kIo when unreadable
+// The SPEC shape in a stable key order; unset tensors and default params are left out, every
+// extra option is written. parse_config(config_to_json(c), ...) == c.
+nlohmann::ordered_json config_to_json(const QuantConfig& config);
+void save_config(const QuantConfig& config, const std::string& path);  // atomic
+
+// Presets by name (case-insensitive): XINT8, A8W8, U8S8, A16W8, BF16, FP16 (one table row
+// each, documented in src/config/presets.cpp). nullopt for an unknown name.
+std::optional<QuantConfig> preset_config(const std::string& name);
+std::vector<std::string> preset_names();
+
+// The op types quantized when extra_options.OpTypesToQuantize is empty: the weighted compute
+// ops (Conv, ConvTranspose, Gemm, MatMul) and the arithmetic an int8 accelerator runs natively
+// (Add, Mul, AveragePool, GlobalAveragePool). Ops that only move values (Reshape, Concat,
+// MaxPool, ...) are left out: their inputs already carry their producer's quantization.
+std::vector<std::string> default_op_types_to_quantize();
+
+// What the config decides for one node of the model.
+struct NodeAssignment {
+  std::string node_name;
+  std::string op_type;
+  LayerConfig config;  // after global → specific overrides; empty when excluded
+  bool excluded = false;  // a rule keeps the node in float whatever the layer specs say
+  std::string reason;  // the rule that decided: "global", "specific_layer_config[1] pattern
+                       // ^/head/.*", "exclude.node_names pattern ...", "op type Softmax not in
+                       // OpTypesToQuantize", "shape/index op Shape", ...; plus "; weight
+                       // left in float (input 1 is not an initializer)" when a spec was dropped
+
+  bool operator==(const NodeAssignment&) const = default;
+};
+
+// One entry per node of the main graph, in graph order. Nodes without a name are matched by
+// the name ensure_node_names would give them. The first rule that applies decides:
+//   1. exclude.node_names (regex, full match), then exclude.subgraphs → excluded;
+//   2. never quantized, even when listed in OpTypesToQuantize (excluded):
+//      - shape and index ops (Shape, Size, Range, ConstantOfShape, NonZero) and any node whose
+//        outputs are all integer or bool (declared, or inferred from initializers, Shape, Cast,
+//        ... through type-preserving ops: Gather/Concat/Reshape on shapes);
+//      - normalization arithmetic (Pow, Sqrt, Reciprocal, ReduceMean, ReduceSum, Exp, Erf, and
+//        Div by a computed value; Div by a constant is plain scaling, as in hardswish's "/ 6"),
+//        and Add/Sub/Mul reading one of their outputs (LayerNorm's "x - mean", "var + eps"
+//        and "* gamma"): Q/DQ inside decomposed LayerNorm/Softmax ruins models;
+//   3. op type not in OpTypesToQuantize (or the default table when empty) → excluded;
+//   4. the LAST specific_layer_config entry with a matching pattern: its layer_config replaces
+//      the global one as a whole (tensors it leaves out stay in float, as in Quark);
+//   5. global_config.
+// Weight and bias specs are kept only where the op has that input as an initializer (Conv and
+// ConvTranspose W/B, Gemm B/C, MatMul B); other nodes get input/output specs only. The reason
+// notes a dropped spec when the input exists but is computed (or a Constant node's output).
+// Warnings (log_warning, prefixed by `label`, which names the config): a pattern that matches
+// no node; a target pattern starting with '^' without ".*" (treated as an exact name, though
+// users usually meant a regex); an op type listed in OpTypesToQuantize that rule 2 never
+// quantizes. Errors (kBadInput naming `label`): invalid regexes, exclude.subgraphs naming no
+// node; a malformed graph (see ir::GraphView).
+std::vector<NodeAssignment> assign_layers(const QuantConfig& config, const onnx::ModelProto& model,
+                                          const std::string& label);
+
+// Gives every unnamed node of the model (subgraphs included) a unique stable name
+// "<op_type>_<index>" (index = the node's position in its own graph) so configs, ledgers and
+// reports can refer to it. Graphs are named main graph first, then subgraphs breadth-first in
+// node and attribute order; a name already used anywhere in the model gets a "_<k>" suffix
+// (k = 1, 2, ...) until it is unique. Existing names are never changed. Returns how many
+// nodes were named.
+size_t ensure_node_names(onnx::ModelProto& model);
+
+}  // namespace mixprec

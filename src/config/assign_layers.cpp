@@ -1,0 +1,360 @@
+// assign_layers: which formats each node of the main graph gets, and which rule decided it.
+// ensure_node_names: stable names for unnamed nodes, shared by both so that a config written
+// against a named model selects the same nodes in the unnamed original.
+#include <algorithm>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/op_table.h"
+#include "config/node_pattern.h"
+#include "config/op_rules.h"
+#include "ir/graph_view.h"
+#include "mixprec/config.h"
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+
+namespace mixprec {
+namespace {
+
+using selection::NodePattern;
+using selection::OpRole;
+
+// --- Node names ----------------------------------------------------------------------------------
+
+// The graphs of a model in naming order: the main graph, then subgraphs breadth-first (node
+// order, then attribute order).
+std::vector<const onnx::GraphProto*> graphs_in_naming_order(const onnx::GraphProto& main) {
+  std::vector<const onnx::GraphProto*> graphs{&main};
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    for (const onnx::NodeProto& node : graphs[i]->node()) {
+      for (const onnx::AttributeProto& attribute : node.attribute()) {
+        if (attribute.has_g()) graphs.push_back(&attribute.g());
+        for (const onnx::GraphProto& graph : attribute.graphs()) graphs.push_back(&graph);
+      }
+    }
+  }
+  return graphs;
+}
+
+// The name of every node of `graphs` (in order) once ensure_node_names has run.
+std::vector<std::string> planned_node_names(const std::vector<const onnx::GraphProto*>& graphs) {
+  std::unordered_set<std::string> used;
+  for (const onnx::GraphProto* graph : graphs) {
+    for (const onnx::NodeProto& node : graph->node()) {
+      if (!node.name().empty()) used.insert(node.name());
+    }
+  }
+  std::vector<std::string> names;
+  for (const onnx::GraphProto* graph : graphs) {
+    for (int index = 0; index < graph->node_size(); ++index) {
+      const onnx::NodeProto& node = graph->node(index);
+      if (!node.name().empty()) {
+        names.push_back(node.name());
+        continue;
+      }
+      const std::string base = node.op_type() + "_" + std::to_string(index);
+      std::string name = base;
+      for (int suffix = 1; used.contains(name); ++suffix) name = base + "_" + std::to_string(suffix);
+      used.insert(name);
+      names.push_back(std::move(name));
+    }
+  }
+  return names;
+}
+
+// --- What the rules look at ----------------------------------------------------------------------
+
+void warn(const std::string& label, const std::string& message) {
+  log_warning(label.empty() ? message : label + ": " + message);
+}
+
+// Nodes on a data path from one of `starts` to one of `ends`, both included.
+std::vector<bool> nodes_on_paths(const ir::GraphView& graph, const std::vector<size_t>& starts,
+                                 const std::vector<size_t>& ends) {
+  const auto consumers_of = [&](size_t node, auto&& visit) {
+    for (const std::string& output : graph.node(node).output()) {
+      if (output.empty()) continue;
+      for (size_t consumer : graph.consumers(output)) visit(consumer);
+    }
+  };
+  std::vector<bool> reaches_end(graph.node_count(), false);
+  for (const size_t node : graph.topological_order() | std::views::reverse) {
+    bool reaches = std::ranges::find(ends, node) != ends.end();
+    consumers_of(node, [&](size_t consumer) { reaches = reaches || reaches_end[consumer]; });
+    reaches_end[node] = reaches;
+  }
+  std::vector<bool> on_path(graph.node_count(), false);
+  std::vector<size_t> pending(starts);
+  while (!pending.empty()) {
+    const size_t node = pending.back();
+    pending.pop_back();
+    if (on_path[node] || !reaches_end[node]) continue;
+    on_path[node] = true;
+    consumers_of(node, [&](size_t consumer) { pending.push_back(consumer); });
+  }
+  return on_path;
+}
+
+using NodesByName = std::unordered_map<std::string, std::vector<size_t>>;
+
+// Per node: the index of the first exclude.subgraphs entry whose paths cover it.
+std::vector<std::optional<size_t>> find_subgraph_exclusions(const ExcludeConfig& exclude, const ir::GraphView& graph,
+                                                            const NodesByName& nodes_by_name,
+                                                            const std::string& label) {
+  const auto& subgraphs = exclude.subgraphs;
+  std::string missing;
+  for (size_t i = 0; i < subgraphs.size(); ++i) {
+    for (const std::string& name : {subgraphs[i].first, subgraphs[i].second}) {
+      if (nodes_by_name.contains(name)) continue;
+      missing += (missing.empty() ? "" : ", ") + ("\"" + name + "\" (exclude.subgraphs[" + std::to_string(i) + "])");
+    }
+  }
+  if (!missing.empty()) throw_bad_input(label, "exclude.subgraphs names nodes the model does not have: " + missing);
+
+  std::vector<std::optional<size_t>> exclusions(graph.node_count());
+  for (size_t i = 0; i < subgraphs.size(); ++i) {
+    const auto& [start, end] = subgraphs[i];
+    const std::vector<bool> on_path = nodes_on_paths(graph, nodes_by_name.at(start), nodes_by_name.at(end));
+    if (std::ranges::find(on_path, true) == on_path.end()) {
+      warn(label, "exclude.subgraphs[" + std::to_string(i) + "]: no data path from \"" + start + "\" to \"" + end +
+                      "\", nothing excluded");
+    }
+    for (size_t node = 0; node < on_path.size(); ++node) {
+      if (on_path[node] && !exclusions[node]) exclusions[node] = i;
+    }
+  }
+  return exclusions;
+}
+
+// Everything the rules need, computed once per assign_layers call.
+struct Context {
+  Context(const QuantConfig& quant_config, const onnx::ModelProto& model, const std::string& config_label)
+      : config(quant_config),
+        label(config_label),
+        graph(model.graph(), config_label),
+        names(planned_node_names(graphs_in_naming_order(model.graph()))),
+        patterns(selection::compile_patterns(quant_config, config_label)),
+        types(selection::infer_element_types(graph)) {
+    names.resize(graph.node_count());  // the main graph's nodes come first
+    for (size_t node = 0; node < names.size(); ++node) nodes_by_name[names[node]].push_back(node);
+    const std::vector<std::string>& listed = config.extra.op_types_to_quantize;
+    op_types_to_quantize = listed.empty() ? default_op_types_to_quantize() : listed;
+    subgraph_exclusions = find_subgraph_exclusions(config.exclude, graph, nodes_by_name, label);
+  }
+
+  const onnx::NodeProto& node(size_t index) const { return graph.node(index); }
+  const selection::OpRule& rule(size_t index) const {
+    return selection::op_rule(node(index).domain(), node(index).op_type());
+  }
+  bool is_initializer_input(size_t index, int input) const {
+    return input >= 0 && input < node(index).input_size() && graph.is_initializer(node(index).input(input));
+  }
+  // Normalization arithmetic: a kNormalization op, unless it is plain scaling by a constant.
+  bool is_normalization(size_t index) const {
+    const selection::OpRule& op = rule(index);
+    return op.role == OpRole::kNormalization && !(op.scaling_input >= 0 && is_constant_input(index, op.scaling_input));
+  }
+  // An initializer or the output of a Constant node.
+  bool is_constant_input(size_t index, int input) const {
+    if (input >= node(index).input_size()) return false;
+    const std::string& name = node(index).input(input);
+    const std::optional<size_t> producer = graph.producer(name);
+    return graph.is_initializer(name) ||
+           (producer && analysis::is_default_domain(node(*producer).domain()) && node(*producer).op_type() == "Constant");
+  }
+
+  const QuantConfig& config;
+  const std::string& label;
+  const ir::GraphView graph;
+  std::vector<std::string> names;  // per main-graph node
+  NodesByName nodes_by_name;
+  selection::ConfigPatterns patterns;
+  std::unordered_map<std::string, int32_t> types;
+  std::vector<std::string> op_types_to_quantize;
+  std::vector<std::optional<size_t>> subgraph_exclusions;  // see find_subgraph_exclusions
+};
+
+// --- The rules that keep a node in float ---------------------------------------------------------
+// Each returns the reason when it applies to node `index`.
+
+using FloatRule = std::optional<std::string> (*)(const Context& context, size_t index);
+
+std::optional<std::string> excluded_by_name(const Context& context, size_t index) {
+  for (const NodePattern& pattern : context.patterns.excludes) {
+    if (pattern.matches(context.names[index])) return "exclude.node_names pattern " + pattern.text();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> excluded_by_subgraph(const Context& context, size_t index) {
+  const std::optional<size_t> entry = context.subgraph_exclusions[index];
+  if (!entry) return std::nullopt;
+  const auto& [start, end] = context.config.exclude.subgraphs[*entry];
+  return "exclude.subgraphs[" + std::to_string(*entry) + "] " + start + " -> " + end;
+}
+
+std::optional<std::string> shape_or_index(const Context& context, size_t index) {
+  const onnx::NodeProto& node = context.node(index);
+  if (context.rule(index).role == OpRole::kShapeIndex) return "shape/index op " + node.op_type() + " (never quantized)";
+  bool any_output = false;
+  for (const std::string& output : node.output()) {
+    if (output.empty()) continue;
+    const auto type = context.types.find(output);
+    if (type == context.types.end() || !selection::is_integer_or_bool_type(type->second)) return std::nullopt;
+    any_output = true;
+  }
+  if (!any_output) return std::nullopt;
+  return "outputs are integer or bool: a shape/index computation (never quantized)";
+}
+
+std::optional<std::string> normalization_arithmetic(const Context& context, size_t index) {
+  const onnx::NodeProto& node = context.node(index);
+  if (context.is_normalization(index)) return "normalization arithmetic " + node.op_type() + " (never quantized)";
+  if (!analysis::is_default_domain(node.domain()) ||
+      std::ranges::find(selection::kNormalizationOperandOps, std::string_view(node.op_type())) ==
+          std::end(selection::kNormalizationOperandOps)) {
+    return std::nullopt;
+  }
+  for (const std::string& input : node.input()) {
+    const std::optional<size_t> producer = input.empty() ? std::nullopt : context.graph.producer(input);
+    if (producer && context.is_normalization(*producer)) {
+      return "normalization arithmetic: " + node.op_type() + " reads " + context.node(*producer).op_type() + " " +
+             context.names[*producer] + " (never quantized)";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> op_type_not_listed(const Context& context, size_t index) {
+  const std::string& op_type = context.node(index).op_type();
+  if (std::ranges::find(context.op_types_to_quantize, op_type) != context.op_types_to_quantize.end()) {
+    return std::nullopt;
+  }
+  return "op type " + op_type + " not in " +
+         (context.config.extra.op_types_to_quantize.empty() ? "the default op types to quantize" : "OpTypesToQuantize");
+}
+
+// In priority order: the first rule that applies decides (see assign_layers in config.h).
+constexpr FloatRule kFloatRules[] = {
+    excluded_by_name, excluded_by_subgraph, shape_or_index, normalization_arithmetic, op_type_not_listed,
+};
+
+// --- Quantized nodes -----------------------------------------------------------------------------
+
+// The layer config of a node no rule keeps in float: the last matching override, else global.
+NodeAssignment apply_layer_config(const Context& context, size_t index, NodeAssignment assignment) {
+  const auto& overrides = context.config.specific;
+  assignment.config = context.config.global;
+  assignment.reason = "global";
+  for (size_t i = overrides.size(); i-- > 0;) {
+    const auto& targets = context.patterns.targets[i];
+    const auto match = std::ranges::find_if(targets, [&](const NodePattern& p) { return p.matches(context.names[index]); });
+    if (match == targets.end()) continue;
+    assignment.config = overrides[i].layer_config;
+    assignment.reason = "specific_layer_config[" + std::to_string(i) + "] pattern " + match->text();
+    break;
+  }
+  // Weight and bias specs need the tensor as an initializer at the op's weight/bias input.
+  // Dropping them is only worth a note where the op has such an input.
+  const selection::OpRule& rule = context.rule(index);
+  const struct {
+    const char* name;
+    std::optional<TensorQuantSpec>& spec;
+    int input;
+  } constant_inputs[] = {
+      {"weight", assignment.config.weight, rule.weight_input},
+      {"bias", assignment.config.bias, rule.bias_input},
+  };
+  for (const auto& [name, spec, input] : constant_inputs) {
+    if (!spec || context.is_initializer_input(index, input)) continue;
+    spec.reset();
+    if (input >= 0 && input < context.node(index).input_size()) {
+      assignment.reason += std::string("; ") + name + " left in float (input " + std::to_string(input) +
+                           " is not an initializer)";
+    }
+  }
+  return assignment;
+}
+
+void warn_about_patterns(const Context& context) {
+  const auto warn_if_unmatched = [&](const NodePattern& pattern) {
+    if (std::ranges::none_of(context.names, [&](const std::string& name) { return pattern.matches(name); })) {
+      warn(context.label, pattern.path() + ": pattern \"" + pattern.text() + "\" matches no node");
+    }
+  };
+  for (const auto& targets : context.patterns.targets) {
+    for (const NodePattern& pattern : targets) {
+      if (pattern.looks_like_regex()) {
+        warn(context.label, pattern.path() + ": \"" + pattern.text() +
+                                "\" starts with '^' but has no \".*\", so it is matched as an exact node name, "
+                                "not as a regex");
+      }
+      warn_if_unmatched(pattern);
+    }
+  }
+  for (const NodePattern& pattern : context.patterns.excludes) warn_if_unmatched(pattern);
+}
+
+void warn_about_op_types(const Context& context) {
+  for (const std::string& op_type : context.config.extra.op_types_to_quantize) {
+    const selection::OpRule& rule = selection::op_rule("", op_type);
+    if (rule.role != OpRole::kShapeIndex && rule.role != OpRole::kNormalization) continue;
+    warn(context.label, "extra_options.OpTypesToQuantize lists " + op_type + ", but " + op_type + " nodes are " +
+                            (rule.role == OpRole::kShapeIndex ? "shape/index ops" : "normalization arithmetic") +
+                            " and are never quantized" +
+                            (rule.scaling_input >= 0
+                                 ? " (unless input " + std::to_string(rule.scaling_input) + " is a constant)"
+                                 : ""));
+  }
+}
+
+}  // namespace
+
+std::vector<NodeAssignment> assign_layers(const QuantConfig& config, const onnx::ModelProto& model,
+                                          const std::string& label) {
+  const Context context(config, model, label);
+  warn_about_patterns(context);
+  warn_about_op_types(context);
+
+  std::vector<NodeAssignment> assignments;
+  assignments.reserve(context.graph.node_count());
+  for (size_t index = 0; index < context.graph.node_count(); ++index) {
+    NodeAssignment assignment{.node_name = context.names[index], .op_type = context.node(index).op_type()};
+    std::optional<std::string> float_reason;
+    for (const FloatRule rule : kFloatRules) {
+      if ((float_reason = rule(context, index))) break;
+    }
+    if (float_reason) {
+      assignment.excluded = true;
+      assignment.reason = std::move(*float_reason);
+      assignments.push_back(std::move(assignment));
+    } else {
+      assignments.push_back(apply_layer_config(context, index, std::move(assignment)));
+    }
+  }
+  return assignments;
+}
+
+size_t ensure_node_names(onnx::ModelProto& model) {
+  const std::vector<const onnx::GraphProto*> graphs = graphs_in_naming_order(model.graph());
+  const std::vector<std::string> names = planned_node_names(graphs);
+  size_t position = 0, named = 0;
+  for (const onnx::GraphProto* graph : graphs) {
+    // The graphs belong to `model`, which is ours to modify; the traversal is shared with
+    // assign_layers, which only reads.
+    for (onnx::NodeProto& node : *const_cast<onnx::GraphProto*>(graph)->mutable_node()) {
+      if (node.name().empty()) {
+        node.set_name(names[position]);
+        ++named;
+      }
+      ++position;
+    }
+  }
+  return named;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,370 @@
+// Quark-style config JSON <-> QuantConfig.
+//
+// The schema is the field tables below: one row per key, in the order config_to_json writes
+// them. Reading walks the JSON object, so every key without a row is seen, warned about and
+// kept (written back after the known keys). TensorQuantSpec is the one hand-written shape:
+// its fields are split between the SPEC object ("spec") and its "params" object.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <variant>
+
+#include "config/node_pattern.h"
+#include "mixprec/config.h"
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+
+namespace mixprec {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using NodePair = std::pair<std::string, std::string>;
+
+// Where a value sits in the config (label and key path), for messages.
+class Where {
+ public:
+  Where(const std::string& label, std::string path) : label_(label), path_(std::move(path)) {}
+
+  Where operator/(std::string_view key) const {
+    return {label_, path_.empty() ? std::string(key) : path_ + "." + std::string(key)};
+  }
+  Where operator[](size_t index) const { return {label_, path_ + "[" + std::to_string(index) + "]"}; }
+
+  // "LABEL: PATH PROBLEM", e.g. "cfg.json: extra_options.NumCalibSamples must be an integer".
+  [[noreturn]] void fail(const std::string& problem) const { throw_bad_input(label_, subject() + " " + problem); }
+  void warn(const std::string& problem) const {
+    log_warning((label_.empty() ? "" : label_ + ": ") + subject() + " " + problem);
+  }
+
+ private:
+  std::string subject() const { return path_.empty() ? "the config" : path_; }
+
+  const std::string& label_;
+  std::string path_;
+};
+
+// --- Field tables ------------------------------------------------------------------------------
+
+// Whether a writer leaves out fields equal to their default (unset optionals, false flags).
+enum class Defaults { kWrite, kOmit };
+
+// One key of a JSON object and the member it maps onto; `Types` are the member types the
+// owner's table uses.
+template <class Owner, class... Types>
+struct Field {
+  std::string_view key;
+  std::variant<Types Owner::*...> member;
+};
+
+// SPEC "params" (kept in TensorQuantSpec itself).
+const Field<TensorQuantSpec, std::optional<bool>, bool, std::optional<int64_t>, std::optional<CalibMethod>>
+    kParamFields[] = {
+    {"symmetric", &TensorQuantSpec::symmetric},
+    {"per_channel", &TensorQuantSpec::per_channel},
+    {"ch_axis", &TensorQuantSpec::ch_axis},
+    {"calib_method", &TensorQuantSpec::calib_method},
+};
+
+// The JSON objects that map one-to-one onto a struct: fields, where unknown keys go, and
+// whether defaults are written.
+template <class T>
+struct Schema;
+
+template <>
+struct Schema<QuantConfig> {
+  static constexpr Field<QuantConfig, LayerConfig, std::vector<LayerOverride>, ExcludeConfig, ExtraOptions> kFields[] = {
+      {"global_config", &QuantConfig::global},
+      {"specific_layer_config", &QuantConfig::specific},
+      {"exclude", &QuantConfig::exclude},
+      {"extra_options", &QuantConfig::extra},
+  };
+  static constexpr auto kUnknown = &QuantConfig::unknown_keys;
+  static constexpr Defaults kDefaults = Defaults::kWrite;
+};
+
+template <>
+struct Schema<LayerConfig> {
+  static constexpr Field<LayerConfig, std::optional<TensorQuantSpec>> kFields[] = {
+      {"input_tensors", &LayerConfig::input_tensors},
+      {"weight", &LayerConfig::weight},
+      {"bias", &LayerConfig::bias},
+      {"output_tensors", &LayerConfig::output_tensors},
+  };
+  static constexpr auto kUnknown = &LayerConfig::unknown_keys;
+  static constexpr Defaults kDefaults = Defaults::kOmit;  // an absent tensor stays in float
+};
+
+template <>
+struct Schema<LayerOverride> {
+  static constexpr Field<LayerOverride, std::vector<std::string>, LayerConfig> kFields[] = {
+      {"target_node_names", &LayerOverride::target_node_names},
+      {"layer_config", &LayerOverride::layer_config},
+  };
+  static constexpr auto kUnknown = &LayerOverride::unknown_keys;
+  static constexpr Defaults kDefaults = Defaults::kWrite;
+};
+
+template <>
+struct Schema<ExcludeConfig> {
+  static constexpr Field<ExcludeConfig, std::vector<std::string>, std::vector<NodePair>> kFields[] = {
+      {"node_names", &ExcludeConfig::node_names},
+      {"subgraphs", &ExcludeConfig::subgraphs},
+  };
+  static constexpr auto kUnknown = &ExcludeConfig::unknown_keys;
+  static constexpr Defaults kDefaults = Defaults::kWrite;
+};
+
+template <>
+struct Schema<ExtraOptions> {
+  static constexpr Field<ExtraOptions, std::vector<std::string>, bool, CalibMethod, int64_t> kFields[] = {
+      {"OpTypesToQuantize", &ExtraOptions::op_types_to_quantize},
+      {"ActivationSymmetric", &ExtraOptions::activation_symmetric},
+      {"UseRandomData", &ExtraOptions::use_random_data},
+      {"ConvertBNToConv", &ExtraOptions::convert_bn_to_conv},
+      {"BF16QDQToCast", &ExtraOptions::bf16_qdq_to_cast},
+      {"Int32Bias", &ExtraOptions::int32_bias},
+      {"CalibMethod", &ExtraOptions::calib_method},
+      {"NumCalibSamples", &ExtraOptions::num_calib_samples},
+  };
+  static constexpr auto kUnknown = &ExtraOptions::unknown;
+  static constexpr Defaults kDefaults = Defaults::kWrite;  // a saved config states every option
+};
+
+template <class T>
+concept HasSchema = requires { Schema<T>::kFields; };
+
+// --- Readers and writers, one overload per value type ------------------------------------------
+// (Declared up front: the generic ones call each other, and argument-dependent lookup does not
+// see this unnamed namespace.)
+
+void read_value(const Json& json, const Where& at, bool& out);
+void read_value(const Json& json, const Where& at, int64_t& out);
+void read_value(const Json& json, const Where& at, std::string& out);
+void read_value(const Json& json, const Where& at, FormatId& out);
+void read_value(const Json& json, const Where& at, CalibMethod& out);
+void read_value(const Json& json, const Where& at, NodePair& out);
+void read_value(const Json& json, const Where& at, TensorQuantSpec& out);
+void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out);
+template <class T>
+void read_value(const Json& json, const Where& at, std::optional<T>& out);
+template <class T>
+void read_value(const Json& json, const Where& at, std::vector<T>& out);
+template <HasSchema T>
+void read_value(const Json& json, const Where& at, T& out);
+
+Json to_json_value(bool value);
+Json to_json_value(int64_t value);
+Json to_json_value(const std::string& value);
+Json to_json_value(FormatId value);
+Json to_json_value(CalibMethod value);
+Json to_json_value(const NodePair& value);
+Json to_json_value(const TensorQuantSpec& value);
+template <class T>
+Json to_json_value(const std::optional<T>& value);
+template <class T>
+Json to_json_value(const std::vector<T>& value);
+template <HasSchema T>
+Json to_json_value(const T& value);
+
+// Records an unknown key: a visible warning, and the value is kept for saving.
+void keep_unknown(const std::string& key, const Json& value, const Where& at, Json& unknown) {
+  (at / key).warn("is not a known key: it is not used (kept when the config is saved)");
+  unknown[key] = value;
+}
+
+// Reads the `fields` of `owner` from the object `json`; returns the unknown keys.
+template <class Owner, class... Types, size_t N>
+Json read_fields(const Json& json, const Where& at, const Field<Owner, Types...> (&fields)[N], Owner& owner) {
+  if (!json.is_object()) at.fail("must be an object");
+  Json unknown = Json::object();
+  for (const auto& item : json.items()) {
+    const auto field = std::ranges::find(fields, std::string_view(item.key()), &Field<Owner, Types...>::key);
+    if (field == std::end(fields)) {
+      keep_unknown(item.key(), item.value(), at, unknown);
+      continue;
+    }
+    std::visit([&](auto member) { read_value(item.value(), at / item.key(), owner.*member); }, field->member);
+  }
+  return unknown;
+}
+
+template <class Owner, class... Types, size_t N>
+void write_fields(const Owner& owner, const Field<Owner, Types...> (&fields)[N], Defaults defaults, Json& json) {
+  static const Owner kDefault{};
+  for (const auto& field : fields) {
+    std::visit(
+        [&](auto member) {
+          if (defaults == Defaults::kOmit && owner.*member == kDefault.*member) return;
+          json[std::string(field.key)] = to_json_value(owner.*member);
+        },
+        field.member);
+  }
+}
+
+void append_unknown(const Json& unknown, Json& json) {
+  for (const auto& item : unknown.items()) json[item.key()] = item.value();
+}
+
+template <class Row>
+std::string join_names(std::span<const Row> rows, const char* Row::*name) {
+  std::string joined;
+  for (const Row& row : rows) joined += (joined.empty() ? "" : ", ") + std::string(row.*name);
+  return joined;
+}
+
+void read_value(const Json& json, const Where& at, bool& out) {
+  if (!json.is_boolean()) at.fail("must be true or false");
+  out = json.get<bool>();
+}
+
+void read_value(const Json& json, const Where& at, int64_t& out) {
+  const bool fits = json.is_number_integer() &&
+                    !(json.is_number_unsigned() &&
+                      json.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  if (!fits) at.fail("must be an integer");
+  out = json.get<int64_t>();
+}
+
+void read_value(const Json& json, const Where& at, std::string& out) {
+  if (!json.is_string()) at.fail("must be a string");
+  out = json.get<std::string>();
+}
+
+void read_value(const Json& json, const Where& at, FormatId& out) {
+  std::string name;
+  read_value(json, at, name);
+  const std::optional<FormatId> format = format_from_name(name);
+  if (!format) {
+    at.fail("names an unknown spec \"" + name + "\" (known: " + join_names(all_formats(), &FormatTraits::spec_name) + ")");
+  }
+  out = *format;
+}
+
+void read_value(const Json& json, const Where& at, CalibMethod& out) {
+  std::string name;
+  read_value(json, at, name);
+  const std::optional<CalibMethod> method = calib_method_from_name(name);
+  if (!method) {
+    at.fail("names an unknown calibration method \"" + name + "\" (known: " +
+            join_names(all_calib_methods(), &CalibMethodTraits::name) + ")");
+  }
+  out = *method;
+}
+
+void read_value(const Json& json, const Where& at, NodePair& out) {
+  if (!json.is_array() || json.size() != 2 || !json[0].is_string() || !json[1].is_string()) {
+    at.fail("must be a [start, end] pair of node names");
+  }
+  out = {json[0].get<std::string>(), json[1].get<std::string>()};
+}
+
+void read_value(const Json& json, const Where& at, TensorQuantSpec& out) {
+  if (!json.is_object()) at.fail("must be an object");
+  if (!json.contains("spec")) at.fail("must name a spec (\"spec\": \"Int8Spec\", ...)");
+  for (const auto& item : json.items()) {
+    if (item.key() == "spec") {
+      read_value(item.value(), at / "spec", out.format);
+    } else if (item.key() == "params") {
+      out.unknown_params = read_fields(item.value(), at / "params", kParamFields, out);
+    } else {
+      keep_unknown(item.key(), item.value(), at, out.unknown_keys);
+    }
+  }
+}
+
+void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out) {
+  if (json.is_object()) {
+    at.fail("must be a list of {\"target_node_names\": [...], \"layer_config\": {...}} objects, not a dict "
+            "(use the list-of-objects form)");
+  }
+  read_value<LayerOverride>(json, at, out);
+}
+
+template <class T>
+void read_value(const Json& json, const Where& at, std::optional<T>& out) {
+  if (json.is_null()) {
+    out.reset();
+    return;
+  }
+  read_value(json, at, out.emplace());
+}
+
+template <class T>
+void read_value(const Json& json, const Where& at, std::vector<T>& out) {
+  if (!json.is_array()) at.fail("must be a list");
+  out.assign(json.size(), T{});
+  for (size_t i = 0; i < json.size(); ++i) read_value(json[i], at[i], out[i]);
+}
+
+template <HasSchema T>
+void read_value(const Json& json, const Where& at, T& out) {
+  out.*Schema<T>::kUnknown = read_fields(json, at, Schema<T>::kFields, out);
+}
+
+Json to_json_value(bool value) { return value; }
+Json to_json_value(int64_t value) { return value; }
+Json to_json_value(const std::string& value) { return value; }
+Json to_json_value(FormatId value) { return format_traits(value).spec_name; }
+Json to_json_value(CalibMethod value) { return calib_method_traits(value).name; }
+Json to_json_value(const NodePair& value) { return Json::array({value.first, value.second}); }
+
+Json to_json_value(const TensorQuantSpec& value) {
+  Json params = Json::object();
+  write_fields(value, kParamFields, Defaults::kOmit, params);
+  append_unknown(value.unknown_params, params);
+  Json json = {{"spec", to_json_value(value.format)}, {"params", std::move(params)}};
+  append_unknown(value.unknown_keys, json);
+  return json;
+}
+
+template <class T>
+Json to_json_value(const std::optional<T>& value) {
+  return value ? to_json_value(*value) : Json(nullptr);
+}
+
+template <class T>
+Json to_json_value(const std::vector<T>& value) {
+  Json json = Json::array();
+  for (const T& element : value) json.push_back(to_json_value(element));
+  return json;
+}
+
+template <HasSchema T>
+Json to_json_value(const T& value) {
+  Json json = Json::object();
+  write_fields(value, Schema<T>::kFields, Schema<T>::kDefaults, json);
+  append_unknown(value.*Schema<T>::kUnknown, json);
+  return json;
+}
+
+}  // namespace
+
+QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& label) {
+  QuantConfig config;
+  read_value(json, Where(label, ""), config);
+  if (config.extra.num_calib_samples < 1) throw_bad_input(label, "extra_options.NumCalibSamples must be at least 1");
+  selection::compile_patterns(config, label);  // an invalid regex fails here, at load time
+  return config;
+}
+
+QuantConfig load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_io(path, std::string("cannot open the config: ") + std::strerror(errno));
+  Json json;
+  try {
+    json = Json::parse(in);
+  } catch (const Json::parse_error& error) {
+    throw_bad_input(path, std::string("not valid JSON: ") + error.what());
+  }
+  return parse_config(json, path);
+}
+
+nlohmann::ordered_json config_to_json(const QuantConfig& config) { return to_json_value(config); }
+
+void save_config(const QuantConfig& config, const std::string& path) {
+  write_file_atomically(path, config_to_json(config).dump(2) + "\n");
+}
+
+}  // namespace mixprec

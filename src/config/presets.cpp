@@ -1,0 +1,76 @@
+// Presets: named configs, one table row each. A preset fills global_config (input tensors,
+// weight, bias; output tensors stay in float: the next node's input quantization covers them)
+// and the extra options its scheme needs; everything else keeps the QuantConfig defaults
+// (default op types to quantize, no overrides, no exclusions).
+#include <algorithm>
+#include <cctype>
+
+#include "mixprec/config.h"
+
+namespace mixprec {
+namespace {
+
+struct PresetRow {
+  const char* name;
+  FormatId activations;  // input tensors of every quantized node
+  bool activation_symmetric;
+  FormatId weights;
+  bool weight_per_channel;  // along the op's output-channel axis
+  // nullopt: Int32Bias, i.e. int32 codes with scale = input scale x weight scale.
+  std::optional<FormatId> bias;
+  CalibMethod calib_method;
+};
+
+using enum FormatId;
+using enum CalibMethod;
+
+// clang-format off
+constexpr PresetRow kPresets[] = {
+  // XINT8: NPU int8 (Quark XINT8). Symmetric int8 with power-of-two scales, per tensor, for
+  // activations, weights and bias alike; PowerOfTwo_MinMSE picks the 2^k activation scale with
+  // the smallest quantization error.
+  {"XINT8", kXInt8,     true,  kXInt8,     false, kXInt8,       kPowerOfTwoMinMse},
+  // A8W8: int8 kernels on CPU/GPU. Symmetric int8 activations, symmetric int8 per-channel
+  // weights, int32 bias; MinMax ranges.
+  {"A8W8",  kInt8,      true,  kInt8,      true,  std::nullopt, kMinMax},
+  // U8S8: ONNX Runtime's default QDQ scheme. Asymmetric uint8 activations (zero point follows
+  // the range, good after ReLU), symmetric int8 per-tensor weights, int32 bias; MinMax.
+  {"U8S8",  kUInt8,     false, kInt8,      false, std::nullopt, kMinMax},
+  // A16W8: A8W8 with int16 activations (the ladder's step after A8W8: only the activation
+  // bits differ). Symmetric int16 activations, int8 per-channel weights, int32 bias; MinMax.
+  {"A16W8", kInt16,     true,  kInt8,      true,  std::nullopt, kMinMax},
+  // BF16: activations, weights and bias in bfloat16 (exact cast emulation, no calibration).
+  {"BF16",  kBFloat16,  true,  kBFloat16,  false, kBFloat16,    kMinMax},
+  // FP16: the same in float16.
+  {"FP16",  kFloat16,   true,  kFloat16,   false, kFloat16,     kMinMax},
+};
+// clang-format on
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+}  // namespace
+
+std::optional<QuantConfig> preset_config(const std::string& name) {
+  const auto row = std::ranges::find_if(kPresets, [&](const PresetRow& r) { return equal_ignoring_case(r.name, name); });
+  if (row == std::end(kPresets)) return std::nullopt;
+  QuantConfig config;
+  config.global.input_tensors = TensorQuantSpec{.format = row->activations};
+  config.global.weight = TensorQuantSpec{.format = row->weights, .per_channel = row->weight_per_channel};
+  if (row->bias) config.global.bias = TensorQuantSpec{.format = *row->bias};
+  config.extra.activation_symmetric = row->activation_symmetric;
+  config.extra.int32_bias = !row->bias;
+  config.extra.calib_method = row->calib_method;
+  return config;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const PresetRow& row : kPresets) names.emplace_back(row.name);
+  return names;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,589 @@
+#include "mixprec/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using onnx::TensorProto;
+using testing::attr_graph;
+using testing::ModelBuilder;
+
+constexpr char kLabel[] = "cfg.json";
+
+// The example of SPEC.md, section "Configuration files", verbatim.
+constexpr char kSpecExample[] = R"json(
+{ "global_config": { "input_tensors": {"spec": "XInt8Spec", "params": {}},
+                     "weight": {"spec": "XInt8Spec", "params": {}},
+                     "bias":   {"spec": "XInt8Spec", "params": {}} },
+  "specific_layer_config": [
+    { "target_node_names": ["^/model/head/.*", "/conv1/Conv"],
+      "layer_config": { "input_tensors": {"spec": "BFloat16Spec", "params": {}},
+                        "weight": {"spec": "BFloat16Spec", "params": {}},
+                        "bias":   {"spec": "BFloat16Spec", "params": {}} } } ],
+  "exclude": { "node_names": ["^(/Gather|/Shape_.*)$"], "subgraphs": [] },
+  "extra_options": { "OpTypesToQuantize": ["Conv", "Mul"], "ActivationSymmetric": true,
+                     "UseRandomData": false, "ConvertBNToConv": true, "BF16QDQToCast": true } }
+)json";
+
+QuantConfig parse(const std::string& text) { return parse_config(Json::parse(text), kLabel); }
+
+TensorQuantSpec spec(FormatId format) { return TensorQuantSpec{.format = format}; }
+
+LayerConfig all_tensors(FormatId format) {
+  return LayerConfig{.input_tensors = spec(format), .weight = spec(format), .bias = spec(format)};
+}
+
+// x [1,3,8,8] -> /conv1/Conv -> /backbone/Relu -> /backbone/Conv -> /model/head/conv/Conv
+// -> /model/head/Mul -> /Reshape -> y, where /Reshape's shape comes from a shape branch
+// /Shape_1 -> /Gather -> /Unsqueeze -> /Concat (no value_info: types must be inferred).
+onnx::ModelProto head_model() {
+  ModelBuilder builder;
+  builder.add_input("x", TensorProto::FLOAT, {1, 3, 8, 8})
+      .add_output("y", TensorProto::FLOAT)
+      .add_initializer("w1", {4, 3, 3, 3}, testing::deterministic_values(108, 1))
+      .add_initializer("w2", {4, 4, 3, 3}, testing::deterministic_values(144, 2))
+      .add_initializer("b", {4}, testing::deterministic_values(4, 3))
+      .add_initializer("scale", {1}, {0.5f})
+      .add_initializer_i64("zero", {}, {0})
+      .add_initializer_i64("axes", {1}, {0})
+      .add_initializer_i64("rest", {1}, {-1})
+      .add_node("Conv", {"x", "w1", "b"}, {"c1"}, {}, "/conv1/Conv")
+      .add_node("Relu", {"c1"}, {"r1"}, {}, "/backbone/Relu")
+      .add_node("Conv", {"r1", "w2", "b"}, {"c2"}, {}, "/backbone/Conv")
+      .add_node("Conv", {"c2", "w2", "b"}, {"c3"}, {}, "/model/head/conv/Conv")
+      .add_node("Mul", {"c3", "scale"}, {"m"}, {}, "/model/head/Mul")
+      .add_node("Shape", {"m"}, {"s"}, {}, "/Shape_1")
+      .add_node("Gather", {"s", "zero"}, {"g"}, {}, "/Gather")
+      .add_node("Unsqueeze", {"g", "axes"}, {"u"}, {}, "/Unsqueeze")
+      .add_node("Concat", {"u", "rest"}, {"shape"}, {testing::attr_int("axis", 0)}, "/Concat")
+      .add_node("Reshape", {"m", "shape"}, {"y"}, {}, "/Reshape");
+  return builder.build();
+}
+
+const NodeAssignment& find(const std::vector<NodeAssignment>& assignments, const std::string& name) {
+  for (const NodeAssignment& assignment : assignments) {
+    if (assignment.node_name == name) return assignment;
+  }
+  throw std::runtime_error("no assignment for " + name);
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+size_t count_containing(const std::vector<std::string>& messages, const std::string& part) {
+  return static_cast<size_t>(std::ranges::count_if(messages, [&](const std::string& m) { return contains(m, part); }));
+}
+
+// The kBadInput message of parsing `text`; fails the test when nothing is thrown.
+std::string parse_error(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kBadInput) << error.what();
+    EXPECT_EQ(error.file(), kLabel);
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a bad-input error for " << text;
+  return "";
+}
+
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mixprec_config_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+// --- Loading and saving ------------------------------------------------------------------------
+
+TEST(ConfigJsonTest, SpecExampleLoadsAsWritten) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(kSpecExample);
+
+  EXPECT_TRUE(warnings.warnings().empty());
+  EXPECT_EQ(config.global, all_tensors(FormatId::kXInt8));
+  ASSERT_EQ(config.specific.size(), 1u);
+  EXPECT_EQ(config.specific[0].target_node_names, (std::vector<std::string>{"^/model/head/.*", "/conv1/Conv"}));
+  EXPECT_EQ(config.specific[0].layer_config, all_tensors(FormatId::kBFloat16));
+  EXPECT_EQ(config.exclude.node_names, std::vector<std::string>{"^(/Gather|/Shape_.*)$"});
+  EXPECT_TRUE(config.exclude.subgraphs.empty());
+  EXPECT_EQ(config.extra.op_types_to_quantize, (std::vector<std::string>{"Conv", "Mul"}));
+  EXPECT_TRUE(config.extra.activation_symmetric);
+  EXPECT_FALSE(config.extra.use_random_data);
+  EXPECT_TRUE(config.extra.convert_bn_to_conv);
+  EXPECT_TRUE(config.extra.bf16_qdq_to_cast);
+}
+
+TEST(ConfigJsonTest, ReadsParamsAndEveryExtraOption) {
+  const QuantConfig config = parse(R"({
+    "global_config": {"weight": {"spec": "Int8Spec", "params": {"symmetric": false, "per_channel": true,
+                                 "ch_axis": 1, "calib_method": "Percentile"}},
+                      "output_tensors": null},
+    "extra_options": {"Int32Bias": false, "CalibMethod": "PowerOfTwo_MinMSE", "NumCalibSamples": 8}})");
+
+  const TensorQuantSpec expected{.format = FormatId::kInt8, .symmetric = false, .per_channel = true, .ch_axis = 1,
+                                 .calib_method = CalibMethod::kPercentile};
+  EXPECT_EQ(config.global.weight, expected);
+  EXPECT_FALSE(config.global.input_tensors);
+  EXPECT_FALSE(config.global.output_tensors);
+  EXPECT_FALSE(config.extra.int32_bias);
+  EXPECT_EQ(config.extra.calib_method, CalibMethod::kPowerOfTwoMinMse);
+  EXPECT_EQ(config.extra.num_calib_samples, 8);
+}
+
+TEST(ConfigJsonTest, WritesTheSameShapeInAStableOrder) {
+  const Json json = config_to_json(parse(kSpecExample));
+
+  std::vector<std::string> keys;
+  for (const auto& item : json.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"global_config", "specific_layer_config", "exclude", "extra_options"}));
+  EXPECT_EQ(json["global_config"]["weight"], Json::parse(R"({"spec": "XInt8Spec", "params": {}})"));
+  EXPECT_EQ(json["specific_layer_config"][0]["target_node_names"][0], "^/model/head/.*");
+  EXPECT_EQ(json["exclude"]["subgraphs"], Json::array());
+  EXPECT_EQ(json["extra_options"]["CalibMethod"], "MinMax");  // every option is written
+  EXPECT_EQ(json["extra_options"]["NumCalibSamples"], 100);
+}
+
+TEST(ConfigJsonTest, WrongShapesAndTypesNameTheFileAndTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"extra_options": {"NumCalibSamples": "many"}})", "cfg.json: extra_options.NumCalibSamples must be an integer"},
+      {R"({"extra_options": {"NumCalibSamples": 0}})", "cfg.json: extra_options.NumCalibSamples must be at least 1"},
+      {R"({"extra_options": {"ActivationSymmetric": 1}})", "extra_options.ActivationSymmetric must be true or false"},
+      {R"({"extra_options": {"OpTypesToQuantize": "Conv"}})", "extra_options.OpTypesToQuantize must be a list"},
+      {R"({"extra_options": {"OpTypesToQuantize": ["Conv", 3]}})", "extra_options.OpTypesToQuantize[1] must be a string"},
+      {R"({"extra_options": {"CalibMethod": "KL"}})", "names an unknown calibration method \"KL\" (known: MinMax, "},
+      {R"({"global_config": {"weight": {"params": {}}}})", "global_config.weight must name a spec"},
+      {R"({"global_config": {"weight": {"spec": "Int8Spec", "params": {"ch_axis": 0.5}}}})",
+       "global_config.weight.params.ch_axis must be an integer"},
+      {R"({"specific_layer_config": {"/conv1/Conv": {}}})", "use the list-of-objects form"},
+      {R"({"exclude": {"subgraphs": [{"start": "/a", "end": "/b"}]}})",
+       "exclude.subgraphs[0] must be a [start, end] pair of node names"},
+      {R"({"exclude": {"node_names": ["(unclosed"]}})", "exclude.node_names[0]: invalid regex \"(unclosed\""},
+      {R"({"specific_layer_config": [{"target_node_names": ["^/a/(.*"], "layer_config": {}}]})",
+       "specific_layer_config[0].target_node_names[0]: invalid regex"},
+      {"[]", "cfg.json: the config must be an object"},
+  };
+  for (const auto& [text, expected] : cases) EXPECT_PRED2(contains, parse_error(text), expected) << text;
+}
+
+TEST(ConfigJsonTest, UnknownSpecIsAnErrorListingTheKnownSpecs) {
+  const std::string message = parse_error(R"({"global_config": {"weight": {"spec": "Int9Spec", "params": {}}}})");
+  EXPECT_PRED2(contains, message, "cfg.json: global_config.weight.spec names an unknown spec \"Int9Spec\"");
+  for (const FormatTraits& format : all_formats()) EXPECT_PRED2(contains, message, format.spec_name);
+}
+
+TEST(ConfigJsonTest, UnknownKeysAndOptionsWarnAndAreKeptOnSave) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(R"({
+    "comment": "made by hand",
+    "global_config": {"input_tensors": {"spec": "Int8Spec", "params": {"round_method": "half_even"}}},
+    "extra_options": {"FooBar": 3, "NumCalibSamples": 8}})");
+
+  EXPECT_EQ(warnings.warnings().size(), 3u);
+  for (const char* key : {"cfg.json: comment ", "global_config.input_tensors.params.round_method ", "extra_options.FooBar "}) {
+    EXPECT_EQ(count_containing(warnings.warnings(), key), 1u) << key;
+  }
+  EXPECT_EQ(config.extra.unknown["FooBar"], 3);
+  EXPECT_EQ(config.global.input_tensors->unknown_params["round_method"], "half_even");
+
+  const Json saved = config_to_json(config);
+  EXPECT_EQ(saved["comment"], "made by hand");
+  EXPECT_EQ(saved["extra_options"]["FooBar"], 3);
+  EXPECT_EQ(saved["global_config"]["input_tensors"]["params"]["round_method"], "half_even");
+  EXPECT_EQ(parse_config(saved, kLabel), config);
+}
+
+TEST_F(ConfigFileTest, UnknownSpecInAFileNamesTheFile) {
+  const std::string file = write("bad.json", R"({"global_config": {"weight": {"spec": "Int4Spec", "params": {}}}})");
+  try {
+    load_config(file);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(error.file(), file);
+    EXPECT_PRED2(contains, error.what(), file + ": global_config.weight.spec names an unknown spec \"Int4Spec\"");
+  }
+}
+
+TEST_F(ConfigFileTest, UnreadableOrMalformedFiles) {
+  try {
+    load_config(path("missing.json"));
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kIo);
+  }
+  try {
+    load_config(write("broken.json", R"({"global_config": )"));
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kBadInput);
+    EXPECT_PRED2(contains, error.what(), "not valid JSON");
+  }
+}
+
+TEST_F(ConfigFileTest, SaveThenLoadReproducesConfigAndAssignment) {
+  const onnx::ModelProto model = head_model();
+  std::vector<QuantConfig> configs = {parse(kSpecExample)};
+  for (const std::string& name : preset_names()) configs.push_back(*preset_config(name));
+
+  for (const QuantConfig& config : configs) {
+    const std::string file = path("saved.json");
+    save_config(config, file);
+    const QuantConfig loaded = load_config(file);
+    EXPECT_EQ(loaded, config) << config_to_json(config).dump();
+    EXPECT_EQ(assign_layers(loaded, model, file), assign_layers(config, model, kLabel));
+  }
+}
+
+// --- Presets -----------------------------------------------------------------------------------
+
+TEST(PresetTest, EachPresetHasItsDocumentedStructure) {
+  struct Expected {
+    const char* name;
+    FormatId activations;
+    bool activation_symmetric;
+    FormatId weights;
+    bool per_channel;
+    std::optional<FormatId> bias;  // nullopt: Int32Bias
+    CalibMethod calib_method;
+  };
+  const Expected rows[] = {
+      {"XINT8", FormatId::kXInt8, true, FormatId::kXInt8, false, FormatId::kXInt8, CalibMethod::kPowerOfTwoMinMse},
+      {"A8W8", FormatId::kInt8, true, FormatId::kInt8, true, std::nullopt, CalibMethod::kMinMax},
+      {"U8S8", FormatId::kUInt8, false, FormatId::kInt8, false, std::nullopt, CalibMethod::kMinMax},
+      {"A16W8", FormatId::kInt16, true, FormatId::kInt8, true, std::nullopt, CalibMethod::kMinMax},
+      {"BF16", FormatId::kBFloat16, true, FormatId::kBFloat16, false, FormatId::kBFloat16, CalibMethod::kMinMax},
+      {"FP16", FormatId::kFloat16, true, FormatId::kFloat16, false, FormatId::kFloat16, CalibMethod::kMinMax},
+  };
+  std::vector<std::string> names;
+  for (const Expected& row : rows) {
+    names.emplace_back(row.name);
+    const std::optional<QuantConfig> config = preset_config(row.name);
+    ASSERT_TRUE(config) << row.name;
+    EXPECT_EQ(config->global.input_tensors, spec(row.activations)) << row.name;
+    EXPECT_EQ(config->global.weight, (TensorQuantSpec{.format = row.weights, .per_channel = row.per_channel})) << row.name;
+    EXPECT_EQ(config->global.bias, row.bias ? std::optional(spec(*row.bias)) : std::nullopt) << row.name;
+    EXPECT_FALSE(config->global.output_tensors) << row.name;
+    EXPECT_EQ(config->extra.activation_symmetric, row.activation_symmetric) << row.name;
+    EXPECT_EQ(config->extra.int32_bias, !row.bias) << row.name;
+    EXPECT_EQ(config->extra.calib_method, row.calib_method) << row.name;
+    EXPECT_TRUE(config->extra.op_types_to_quantize.empty()) << row.name;
+    EXPECT_TRUE(config->specific.empty() && config->exclude.node_names.empty()) << row.name;
+  }
+  EXPECT_EQ(preset_names(), names);
+}
+
+TEST(PresetTest, NamesAreCaseInsensitiveAndUnknownNamesAreNotFound) {
+  EXPECT_EQ(preset_config("xint8"), preset_config("XINT8"));
+  EXPECT_EQ(preset_config("a16w8"), preset_config("A16W8"));
+  EXPECT_FALSE(preset_config("INT4"));
+  EXPECT_FALSE(preset_config(""));
+}
+
+// --- Assignment --------------------------------------------------------------------------------
+
+TEST(AssignLayersTest, SpecExampleAssignsEveryNode) {
+  const WarningCollector warnings;
+  const std::vector<NodeAssignment> assignments = assign_layers(parse(kSpecExample), head_model(), kLabel);
+
+  EXPECT_TRUE(warnings.warnings().empty());
+  ASSERT_EQ(assignments.size(), 10u);
+  const LayerConfig bf16 = all_tensors(FormatId::kBFloat16);
+  const struct {
+    const char* node;
+    LayerConfig config;
+    bool excluded;
+    const char* reason;
+  } expected[] = {
+      {"/conv1/Conv", bf16, false, "specific_layer_config[0] pattern /conv1/Conv"},
+      {"/backbone/Relu", {}, true, "op type Relu not in OpTypesToQuantize"},
+      {"/backbone/Conv", all_tensors(FormatId::kXInt8), false, "global"},
+      {"/model/head/conv/Conv", bf16, false, "specific_layer_config[0] pattern ^/model/head/.*"},
+      {"/model/head/Mul", {.input_tensors = spec(FormatId::kBFloat16)}, false,
+       "specific_layer_config[0] pattern ^/model/head/.*"},  // Mul has no weight or bias input
+      {"/Shape_1", {}, true, "exclude.node_names pattern ^(/Gather|/Shape_.*)$"},
+      {"/Gather", {}, true, "exclude.node_names pattern ^(/Gather|/Shape_.*)$"},
+      {"/Unsqueeze", {}, true, "outputs are integer or bool: a shape/index computation (never quantized)"},
+      {"/Concat", {}, true, "outputs are integer or bool: a shape/index computation (never quantized)"},
+      {"/Reshape", {}, true, "op type Reshape not in OpTypesToQuantize"},
+  };
+  for (size_t i = 0; i < std::size(expected); ++i) {
+    const NodeAssignment& assignment = assignments[i];
+    EXPECT_EQ(assignment.node_name, expected[i].node);
+    EXPECT_EQ(assignment.config, expected[i].config) << expected[i].node;
+    EXPECT_EQ(assignment.excluded, expected[i].excluded) << expected[i].node;
+    EXPECT_EQ(assignment.reason, expected[i].reason) << expected[i].node;
+  }
+  EXPECT_EQ(assignments[4].op_type, "Mul");
+}
+
+TEST(AssignLayersTest, DefaultOpTypesAndShapeOpsThatAreNeverQuantized) {
+  QuantConfig config = *preset_config("XINT8");
+  const std::vector<NodeAssignment> by_default = assign_layers(config, head_model(), kLabel);
+  EXPECT_EQ(find(by_default, "/backbone/Relu").reason, "op type Relu not in the default op types to quantize");
+  EXPECT_FALSE(find(by_default, "/model/head/Mul").excluded);
+  EXPECT_EQ(find(by_default, "/Shape_1").reason, "shape/index op Shape (never quantized)");
+  for (const char* op : {"Conv", "ConvTranspose", "Gemm", "MatMul"}) {
+    EXPECT_EQ(std::ranges::count(default_op_types_to_quantize(), op), 1) << op;
+  }
+
+  config.extra.op_types_to_quantize = {"Conv", "Shape", "Gather", "Concat", "Reshape"};
+  const WarningCollector warnings;
+  const std::vector<NodeAssignment> listed = assign_layers(config, head_model(), kLabel);
+  EXPECT_TRUE(find(listed, "/Shape_1").excluded);
+  EXPECT_TRUE(find(listed, "/Gather").excluded);  // Gather of a shape: int64 inferred, not declared
+  EXPECT_TRUE(find(listed, "/Concat").excluded);
+  EXPECT_FALSE(find(listed, "/Reshape").excluded);  // moves float data
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0], "OpTypesToQuantize lists Shape, but Shape nodes are shape/index ops");
+}
+
+TEST(AssignLayersTest, DeclaredIntegerOutputsAreNeverQuantized) {
+  onnx::ModelProto model = ModelBuilder()
+                               .add_input("ids", TensorProto::FLOAT, {4})
+                               .add_output("out", TensorProto::INT64, {4})
+                               .add_node("Custom", {"ids"}, {"out"}, {}, "/custom")
+                               .build();
+  QuantConfig config = *preset_config("A8W8");
+  config.extra.op_types_to_quantize = {"Custom"};
+  EXPECT_TRUE(assign_layers(config, model, kLabel)[0].excluded);
+  model.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::FLOAT);
+  EXPECT_FALSE(assign_layers(config, model, kLabel)[0].excluded);
+}
+
+// A decomposed LayerNorm followed by a MatMul.
+TEST(AssignLayersTest, DecomposedLayerNormStaysInFloatEvenWhenListed) {
+  const onnx::ModelProto model =
+      ModelBuilder()
+          .add_input("x", TensorProto::FLOAT, {1, 4, 8})
+          .add_output("out", TensorProto::FLOAT, {1, 4, 8})
+          .add_initializer("two", {}, {2.0f})
+          .add_initializer("eps", {}, {1e-5f})
+          .add_initializer("gamma", {8}, testing::deterministic_values(8, 4))
+          .add_initializer("beta", {8}, testing::deterministic_values(8, 5))
+          .add_initializer("w", {8, 8}, testing::deterministic_values(64, 6))
+          .add_node("ReduceMean", {"x"}, {"mean"}, {testing::attr_ints("axes", {-1})}, "/ln/ReduceMean")
+          .add_node("Sub", {"x", "mean"}, {"d"}, {}, "/ln/Sub")
+          .add_node("Pow", {"d", "two"}, {"sq"}, {}, "/ln/Pow")
+          .add_node("ReduceMean", {"sq"}, {"var"}, {testing::attr_ints("axes", {-1})}, "/ln/ReduceMean_1")
+          .add_node("Add", {"var", "eps"}, {"ve"}, {}, "/ln/Add")
+          .add_node("Sqrt", {"ve"}, {"sd"}, {}, "/ln/Sqrt")
+          .add_node("Div", {"d", "sd"}, {"n"}, {}, "/ln/Div")
+          .add_node("Mul", {"n", "gamma"}, {"scaled"}, {}, "/ln/Mul")
+          .add_node("Add", {"scaled", "beta"}, {"ln"}, {}, "/ln/Add_1")
+          .add_node("MatMul", {"ln", "w"}, {"out"}, {}, "/fc/MatMul")
+          .build();
+  QuantConfig config = *preset_config("A8W8");
+  config.extra.op_types_to_quantize = {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul", "MatMul"};
+
+  const WarningCollector warnings;
+  const std::vector<NodeAssignment> assignments = assign_layers(config, model, kLabel);
+
+  std::vector<std::string> quantized;
+  for (const NodeAssignment& assignment : assignments) {
+    if (!assignment.excluded) quantized.push_back(assignment.node_name);
+  }
+  EXPECT_EQ(quantized, (std::vector<std::string>{"/ln/Add_1", "/fc/MatMul"}));
+  EXPECT_EQ(find(assignments, "/ln/Pow").reason, "normalization arithmetic Pow (never quantized)");
+  EXPECT_EQ(find(assignments, "/ln/Add").reason,
+            "normalization arithmetic: Add reads ReduceMean /ln/ReduceMean_1 (never quantized)");
+  EXPECT_EQ(warnings.warnings().size(), 4u);  // ReduceMean, Pow, Sqrt, Div are listed
+  EXPECT_EQ(count_containing(warnings.warnings(), "are normalization arithmetic and are never quantized"), 4u);
+}
+
+TEST(AssignLayersTest, DivisionByAConstantIsScalingNotNormalization) {
+  onnx::AttributeProto six;
+  six.set_name("value");
+  six.set_type(onnx::AttributeProto::TENSOR);
+  six.mutable_t()->set_data_type(TensorProto::FLOAT);
+  six.mutable_t()->add_float_data(6.0f);
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", TensorProto::FLOAT, {1, 8})
+                                     .add_output("y", TensorProto::FLOAT, {1, 8})
+                                     .add_initializer("six", {}, {6.0f})
+                                     .add_node("Mul", {"x", "x"}, {"m"}, {}, "/hs/Mul")
+                                     .add_node("Div", {"m", "six"}, {"d"}, {}, "/hs/Div")
+                                     .add_node("Mul", {"x", "d"}, {"g"}, {}, "/se/Mul")
+                                     .add_node("Constant", {}, {"six_c"}, {six}, "/six")
+                                     .add_node("Div", {"g", "six_c"}, {"e"}, {}, "/hs/Div_1")
+                                     .add_node("Div", {"e", "g"}, {"y"}, {}, "/norm/Div")
+                                     .build();
+  QuantConfig config = *preset_config("A8W8");
+  config.extra.op_types_to_quantize = {"Mul", "Div"};
+  const std::vector<NodeAssignment> assignments = assign_layers(config, model, kLabel);
+
+  for (const char* node : {"/hs/Mul", "/hs/Div", "/se/Mul", "/hs/Div_1"}) {
+    EXPECT_FALSE(find(assignments, node).excluded) << node << ": " << find(assignments, node).reason;
+  }
+  EXPECT_EQ(find(assignments, "/norm/Div").reason, "normalization arithmetic Div (never quantized)");
+}
+
+TEST(AssignLayersTest, WeightAndBiasSpecsNeedInitializerInputs) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", TensorProto::FLOAT, {1, 8})
+                                     .add_input("k", TensorProto::FLOAT, {8, 8})
+                                     .add_output("y", TensorProto::FLOAT, {1, 8})
+                                     .add_initializer("w", {8, 8}, testing::deterministic_values(64, 7))
+                                     .add_initializer("c", {8}, testing::deterministic_values(8, 8))
+                                     .add_node("Gemm", {"x", "w", "c"}, {"g"}, {}, "/fc/Gemm")
+                                     .add_node("MatMul", {"g", "k"}, {"a"}, {}, "/attn/MatMul")
+                                     .add_node("MatMul", {"a", "w"}, {"y"}, {}, "/proj/MatMul")
+                                     .build();
+  QuantConfig config;
+  config.global = all_tensors(FormatId::kInt8);
+  const std::vector<NodeAssignment> assignments = assign_layers(config, model, kLabel);
+
+  EXPECT_EQ(assignments[0].config, all_tensors(FormatId::kInt8));
+  EXPECT_EQ(assignments[0].reason, "global");
+  EXPECT_EQ(assignments[1].config, LayerConfig{.input_tensors = spec(FormatId::kInt8)});
+  EXPECT_EQ(assignments[1].reason, "global; weight left in float (input 1 is not an initializer)");
+  EXPECT_EQ(assignments[2].config, (LayerConfig{.input_tensors = spec(FormatId::kInt8), .weight = spec(FormatId::kInt8)}));
+}
+
+TEST(AssignLayersTest, LastMatchingOverrideReplacesTheGlobalConfigAsAWhole) {
+  const QuantConfig config = parse(R"({
+    "global_config": {"input_tensors": {"spec": "Int8Spec", "params": {}}, "weight": {"spec": "Int8Spec", "params": {}}},
+    "specific_layer_config": [
+      {"target_node_names": ["^/.*Conv"], "layer_config": {"input_tensors": {"spec": "BFloat16Spec", "params": {}}}},
+      {"target_node_names": ["/conv1/Conv"], "layer_config": {"weight": {"spec": "Float16Spec", "params": {}}}}]})");
+  const std::vector<NodeAssignment> assignments = assign_layers(config, head_model(), kLabel);
+
+  EXPECT_EQ(find(assignments, "/conv1/Conv").config, LayerConfig{.weight = spec(FormatId::kFloat16)});
+  EXPECT_EQ(find(assignments, "/conv1/Conv").reason, "specific_layer_config[1] pattern /conv1/Conv");
+  EXPECT_EQ(find(assignments, "/backbone/Conv").config, LayerConfig{.input_tensors = spec(FormatId::kBFloat16)});
+  EXPECT_EQ(find(assignments, "/model/head/Mul").config, LayerConfig{.input_tensors = spec(FormatId::kInt8)});
+}
+
+TEST(AssignLayersTest, ExcludeBySubgraphCoversEveryNodeOnAPath) {
+  QuantConfig config = *preset_config("XINT8");
+  config.exclude.subgraphs = {{"/backbone/Relu", "/model/head/Mul"}};
+  const std::vector<NodeAssignment> assignments = assign_layers(config, head_model(), kLabel);
+
+  for (const char* node : {"/backbone/Relu", "/backbone/Conv", "/model/head/conv/Conv", "/model/head/Mul"}) {
+    EXPECT_EQ(find(assignments, node).reason, "exclude.subgraphs[0] /backbone/Relu -> /model/head/Mul") << node;
+    EXPECT_TRUE(find(assignments, node).excluded) << node;
+  }
+  EXPECT_FALSE(find(assignments, "/conv1/Conv").excluded);  // before the start
+  EXPECT_EQ(find(assignments, "/Shape_1").reason, "shape/index op Shape (never quantized)");  // after the end
+}
+
+TEST(AssignLayersTest, ExcludeSubgraphErrorsAndWarnings) {
+  QuantConfig config = *preset_config("XINT8");
+  config.exclude.subgraphs = {{"/conv1/Conv", "/nowhere"}, {"/nothing", "/Reshape"}};
+  try {
+    assign_layers(config, head_model(), kLabel);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kBadInput);
+    EXPECT_PRED2(contains, error.what(),
+                 "cfg.json: exclude.subgraphs names nodes the model does not have: \"/nowhere\" (exclude.subgraphs[0]), "
+                 "\"/nothing\" (exclude.subgraphs[1])");
+  }
+
+  config.exclude.subgraphs = {{"/model/head/Mul", "/conv1/Conv"}};  // runs backwards
+  const WarningCollector warnings;
+  const std::vector<NodeAssignment> assignments = assign_layers(config, head_model(), kLabel);
+  EXPECT_FALSE(find(assignments, "/conv1/Conv").excluded);
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0], "exclude.subgraphs[0]: no data path from \"/model/head/Mul\"");
+}
+
+// --- Node selection: patterns and names --------------------------------------------------------
+
+TEST(NodeSelectionTest, RegexOnlyWithCaretAndDotStarElseExactName) {
+  const QuantConfig config = parse(R"({
+    "global_config": {"input_tensors": {"spec": "Int8Spec", "params": {}}},
+    "specific_layer_config": [{"target_node_names": ["^/backbone/.*", "/model/head/.*", "^/conv1/Conv"],
+                               "layer_config": {"input_tensors": {"spec": "BFloat16Spec", "params": {}}}}]})");
+  const WarningCollector warnings;
+  const std::vector<NodeAssignment> assignments = assign_layers(config, head_model(), kLabel);
+
+  EXPECT_EQ(find(assignments, "/backbone/Conv").reason, "specific_layer_config[0] pattern ^/backbone/.*");
+  EXPECT_EQ(find(assignments, "/model/head/conv/Conv").reason, "global");  // no '^': an exact name
+  EXPECT_EQ(find(assignments, "/conv1/Conv").reason, "global");            // no ".*": an exact name
+  EXPECT_EQ(warnings.warnings().size(), 3u);
+  EXPECT_EQ(count_containing(warnings.warnings(), "cfg.json: specific_layer_config[0].target_node_names[2]: "
+                                                  "\"^/conv1/Conv\" starts with '^' but has no \".*\""),
+            1u);
+  EXPECT_EQ(count_containing(warnings.warnings(), "matches no node"), 2u);
+}
+
+TEST(NodeSelectionTest, ExcludeRegexesMatchWholeNames) {
+  QuantConfig config = *preset_config("XINT8");
+  config.exclude.node_names = {"/conv1", ".*/Conv"};
+  const WarningCollector warnings;
+  const std::vector<NodeAssignment> assignments = assign_layers(config, head_model(), kLabel);
+
+  for (const NodeAssignment& assignment : assignments) {
+    EXPECT_EQ(assignment.reason == "exclude.node_names pattern .*/Conv", assignment.node_name.ends_with("/Conv"))
+        << assignment.node_name;
+  }
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0], "exclude.node_names[0]: pattern \"/conv1\" matches no node");
+}
+
+// main: Relu (unnamed), Relu "Relu_2", Relu (unnamed), If (unnamed) whose two branches each
+// hold one unnamed Relu.
+onnx::ModelProto partly_named_model() {
+  const auto branch = [](const std::string& out) {
+    return ModelBuilder().add_output(out, TensorProto::FLOAT, {4}).add_node("Relu", {"x"}, {out}).build_graph();
+  };
+  onnx::ModelProto model =
+      ModelBuilder()
+          .add_input("x", TensorProto::FLOAT, {4})
+          .add_input("cond", TensorProto::BOOL, {})
+          .add_output("y", TensorProto::FLOAT, {4})
+          .add_output("z", TensorProto::FLOAT, {4})
+          .add_node("Relu", {"x"}, {"a"})
+          .add_node("Relu", {"a"}, {"b"}, {}, "Relu_2")
+          .add_node("Relu", {"b"}, {"y"})
+          .add_node("If", {"cond"}, {"z"}, {attr_graph("then_branch", branch("t")), attr_graph("else_branch", branch("e"))})
+          .build();
+  // The builder names every node; clear the names this model must not have.
+  for (int index : {0, 2, 3}) model.mutable_graph()->mutable_node(index)->clear_name();
+  for (onnx::AttributeProto& branch_attribute : *model.mutable_graph()->mutable_node(3)->mutable_attribute()) {
+    branch_attribute.mutable_g()->mutable_node(0)->clear_name();
+  }
+  return model;
+}
+
+TEST(NodeSelectionTest, EnsureNodeNamesGivesUniqueStableNames) {
+  onnx::ModelProto model = partly_named_model();
+  const std::vector<NodeAssignment> before = assign_layers(*preset_config("BF16"), model, kLabel);
+
+  EXPECT_EQ(ensure_node_names(model), 5u);
+  std::vector<std::string> names;
+  for (const onnx::NodeProto& node : model.graph().node()) names.push_back(node.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"Relu_0", "Relu_2", "Relu_2_1", "If_3"}));
+  EXPECT_EQ(model.graph().node(3).attribute(0).g().node(0).name(), "Relu_0_1");
+  EXPECT_EQ(model.graph().node(3).attribute(1).g().node(0).name(), "Relu_0_2");
+
+  // assign_layers matched the unnamed nodes by these very names.
+  for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(before[i].node_name, names[i]);
+  EXPECT_EQ(assign_layers(*preset_config("BF16"), model, kLabel), before);
+
+  EXPECT_EQ(ensure_node_names(model), 0u);  // idempotent
+}
+
+}  // namespace
+}  // namespace mixprec
