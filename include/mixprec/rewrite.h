@@ -1,0 +1,83 @@
+// Graph rewrites: put a float model into the precisions a config assigns (Q/DQ pairs for
+// integer formats, Cast pairs for BF16/FP16), fold BatchNormalization into Conv, and the
+// inverse — strip any Q/DQ or Cast-pair quantization back to a float model.
+//
+// Every pass takes a const model and returns a new one; the input is never modified. The pass
+// order of quantize_model() is one explicit list (src/rewrite/quantize_model.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "mixprec/calibration.h"
+#include "mixprec/config.h"
+
+namespace mixprec {
+
+// Rank of a tensor of the model when known (used where an opset upgrade needs it).
+using RankLookup = std::function<std::optional<int64_t>(const std::string&)>;
+
+// Turns the main graph's Constant nodes into initializers (exporters emit weights that way),
+// names every unnamed node and, when `fold_batchnorm` is set, folds BatchNormalization into
+// the Conv before it. Calibration, configs and rewrites all work on the prepared model, so
+// tensor and node names agree between them.
+struct PrepareOptions {
+  bool fold_batchnorm = true;
+};
+struct PrepareSummary {
+  size_t constants_converted = 0;
+  size_t named_nodes = 0;
+  size_t folded_batchnorms = 0;
+};
+onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptions& options, const std::string& label,
+                               PrepareSummary* summary = nullptr);
+
+struct QuantizeOptions {
+  CalibMethod calib_method = CalibMethod::kMinMax;  // when a spec does not name one
+  RangeOptions range;                               // percentile; symmetric comes from the spec
+  bool activation_symmetric = true;                 // when a spec does not say
+  bool int32_bias = true;                           // bias = int32 at input scale x weight scale
+};
+
+struct RewriteSummary {
+  int64_t opset_from = 0;
+  int64_t opset_to = 0;
+  int64_t quantized_nodes = 0;    // nodes with at least one Q/DQ operand
+  int64_t bf16_nodes = 0;         // nodes with at least one bf16 cast operand
+  int64_t fp16_nodes = 0;
+  int64_t qdq_pairs = 0;          // activation Q/DQ pairs inserted
+  int64_t cast_pairs = 0;         // activation cast pairs inserted
+  int64_t quantized_weights = 0;  // weight/bias initializers stored quantized (+DQ) or low precision (+Cast)
+  std::vector<std::string> notes; // opset adaptations, skipped inputs and why
+};
+
+// Rewrites a PREPARED float model (see prepare_model) so each node gets the formats of its
+// assignment. Activation ranges come from `stats` (keyed by tensor name); weights and biases
+// are quantized offline from their values. The default-domain opset is raised only as far as
+// the formats used need (13 for per-channel Q/DQ and bfloat16 casts, 21 for 16-bit Q/DQ).
+// kBadInput when an activation has no statistics (stats of another model).
+onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vector<NodeAssignment>& assignment,
+                                const CalibrationStats& stats, const QuantizeOptions& options,
+                                const std::string& label, const RankLookup& rank_of = {},
+                                RewriteSummary* summary = nullptr);
+
+struct StripSummary {
+  int64_t qdq_pairs = 0;          // activation Q→DQ pairs removed
+  int64_t cast_pairs = 0;         // activation cast pairs removed
+  int64_t folded_initializers = 0;// quantized / low-precision initializers turned back to float
+  std::vector<std::string> notes;
+};
+
+// The float model inside a QDQ or cast-pair model (ours or another tool's): Q→DQ pairs and
+// Cast-to-low→Cast-to-float pairs disappear, DequantizeLinear / Cast of initializers fold into
+// float initializers. Custom-domain Q/DQ (com.microsoft) are handled the same way. QOperator
+// models (QLinearConv, ...) are kUnsupported naming the node.
+onnx::ModelProto strip_quantization(const onnx::ModelProto& model, const std::string& label,
+                                    StripSummary* summary = nullptr);
+
+}  // namespace mixprec

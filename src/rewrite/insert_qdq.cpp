@@ -1,0 +1,388 @@
+// insert_qdq: puts each node's operands into the formats its assignment names.
+//
+//   Before:  a → Conv(a, W, B) → y
+//   After (integer formats):
+//            a → QuantizeLinear(s_a, z_a) → DequantizeLinear → a'
+//            W_q (int8 codes) → DequantizeLinear(s_w[, axis]) → W'
+//            B_q (int32 codes, scale s_a·s_w) → DequantizeLinear → B'
+//            Conv(a', W', B') → y
+//   After (BF16/FP16):
+//            a → Cast(to=bf16) → Cast(to=float) → a';  W_bf16 → Cast(to=float) → W'
+//
+// Activations: one pair per (tensor, format, parameters), shared by every consumer that asks
+// for the same; the range comes from the calibration statistics through the spec's method.
+// Weights and biases are float initializers quantized once, offline (per channel along the
+// op's output-channel axis when the spec says per_channel). With Int32Bias a bias whose node
+// has integer input and weight formats becomes int32 codes at input scale x weight scale.
+// output_tensors specs put a pair after the node; a graph output keeps its name.
+// Nodes are emitted in the original order with inserted nodes just before their consumer
+// (or just after their producer for outputs), so the graph stays topologically sorted.
+#include "rewrite/insert_qdq.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+#include "config/op_rules.h"
+#include "ir/graph_view.h"
+#include "mixprec/error.h"
+#include "mixprec/formats.h"
+#include "mixprec/tensor_proto.h"
+#include "rewrite/graph_edit.h"
+
+namespace mixprec::rewrite {
+namespace {
+
+// Opsets the inserted nodes need (ONNX operator changelog).
+constexpr int64_t kOpsetPerTensorQdq = 10;
+constexpr int64_t kOpsetPerChannelQdq = 13;  // DequantizeLinear `axis`
+constexpr int64_t kOpsetBFloat16Cast = 13;   // Cast to/from bfloat16
+constexpr int64_t kOpsetFloat16Cast = 6;
+
+struct ResolvedSpec {
+  FormatId format = FormatId::kFloat32;
+  QuantParams params;  // integer formats only
+
+  bool is_integer() const { return format_traits(format).is_integer; }
+};
+
+// The per-channel axis of a weight when the spec does not name one: the output channels.
+int64_t default_weight_axis(const onnx::NodeProto& node, const onnx::TensorProto& weight) {
+  if (node.op_type() == "ConvTranspose") return 1;  // W is [C_in, C_out / group, k...]
+  if (node.op_type() == "Gemm") {
+    for (const auto& attr : node.attribute()) {
+      if (attr.name() == "transB" && attr.i() != 0) return 0;  // B is [N, K]
+    }
+    return 1;  // B is [K, N]
+  }
+  if (node.op_type() == "MatMul") return weight.dims_size() - 1;  // B is [..., K, N]
+  return 0;                                                         // Conv: W is [C_out, ...]
+}
+
+std::string cast_suffix(FormatId format) { return format == FormatId::kBFloat16 ? "_bf16" : "_fp16"; }
+
+class Inserter {
+ public:
+  Inserter(onnx::ModelProto& model, const CalibrationStats& stats, const QuantizeOptions& options,
+           const std::string& label, RewriteSummary& summary)
+      : graph_(*model.mutable_graph()), stats_(stats), options_(options), label_(label),
+        summary_(summary), names_(model) {
+    for (const auto& init : graph_.initializer()) initializers_.emplace(init.name(), init);
+    const ir::GraphView view(graph_, label);
+    element_types_ = selection::infer_element_types(view);
+  }
+
+  void run(const std::vector<NodeAssignment>& assignment) {
+    std::unordered_map<std::string, const NodeAssignment*> by_name;
+    for (const auto& a : assignment) by_name.emplace(a.node_name, &a);
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> original;
+    original.Swap(graph_.mutable_node());
+    for (auto& node : original) {
+      auto it = by_name.find(node.name());
+      if (it == by_name.end() || it->second->excluded) {
+        *graph_.add_node() = node;
+        continue;
+      }
+      rewrite_node(node, it->second->config);
+    }
+    for (auto& init : new_initializers_) *graph_.add_initializer() = std::move(init);
+    remove_unused(graph_);
+  }
+
+  int64_t required_opset() const { return required_opset_; }
+
+ private:
+  void need_opset(int64_t opset) { required_opset_ = std::max(required_opset_, opset); }
+
+  // Fills in what a spec leaves to the defaults and derives activation parameters.
+  ResolvedSpec resolve_activation(const std::string& tensor, const TensorQuantSpec& spec) {
+    ResolvedSpec out{spec.format, {}};
+    const FormatTraits& traits = format_traits(spec.format);
+    if (!traits.is_integer) return out;
+    const bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(options_.activation_symmetric);
+    const CalibMethod method = spec.calib_method.value_or(options_.calib_method);
+    const TensorStats& stats = stats_for(tensor);
+    RangeOptions range_options = options_.range;
+    range_options.symmetric = symmetric;
+    const Range range = compute_range(stats, method, spec.format, range_options);
+    out.params = choose_params(spec.format, range.min, range.max,
+                               {.symmetric = symmetric, .power_of_two = calib_method_traits(method).power_of_two});
+    return out;
+  }
+
+  const TensorStats& stats_for(const std::string& tensor) {
+    if (auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) return it->second;
+    if (auto it = initializers_.find(tensor); it != initializers_.end()) {
+      // A constant operand: its values are its statistics.
+      StatsCollector collector;
+      collector.update(tensor_from_proto(it->second, label_).to_floats());
+      return constant_stats_.emplace(tensor, collector.stats()).first->second;
+    }
+    throw_bad_input(label_, "no calibration statistics for tensor '" + tensor +
+                                "' (statistics of another model, or of the model before preparation?)");
+  }
+
+  void rewrite_node(onnx::NodeProto node, const LayerConfig& config) {
+    const selection::OpRule& rule = selection::op_rule(node.domain(), node.op_type());
+    const int weight_index = is_float_initializer(node, rule.weight_input) ? rule.weight_input : -1;
+    const int bias_index = is_float_initializer(node, rule.bias_input) ? rule.bias_input : -1;
+    std::optional<ResolvedSpec> input_spec, weight_spec;
+    bool any_integer = false, any_bf16 = false, any_fp16 = false;
+    auto note_format = [&](FormatId f) {
+      any_integer = any_integer || format_traits(f).is_integer;
+      any_bf16 = any_bf16 || f == FormatId::kBFloat16;
+      any_fp16 = any_fp16 || f == FormatId::kFloat16;
+    };
+
+    for (int i = 0; i < node.input_size(); ++i) {
+      const std::string& input = node.input(i);
+      if (input.empty() || i == weight_index || i == bias_index) continue;
+      if (!config.input_tensors || config.input_tensors->format == FormatId::kFloat32) continue;
+      if (!is_float_tensor(input)) continue;
+      const ResolvedSpec spec = resolve_activation(input, *config.input_tensors);
+      node.set_input(i, activation_pair(input, spec));
+      if (!input_spec) input_spec = spec;  // the data input's parameters feed the bias scale
+      note_format(spec.format);
+    }
+    if (weight_index >= 0 && config.weight && config.weight->format != FormatId::kFloat32) {
+      const onnx::TensorProto& w = initializers_.at(node.input(weight_index));
+      const int64_t axis = config.weight->ch_axis.value_or(default_weight_axis(node, w));
+      weight_spec = weight_operand(node, weight_index, *config.weight, axis);
+      note_format(weight_spec->format);
+    }
+    // Int32Bias applies whenever input and weight are integer, whatever the bias spec says
+    // (as in Quark); otherwise the bias spec decides.
+    const bool int32_bias = options_.int32_bias && input_spec && input_spec->is_integer() && weight_spec &&
+                            weight_spec->is_integer() && input_spec->params.scale.size() == 1;
+    if (bias_index >= 0 && int32_bias) {
+      int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
+    } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32) {
+      bias_operand(node, bias_index, *config.bias);
+      note_format(config.bias->format);
+    }
+    std::vector<onnx::NodeProto> after;
+    if (config.output_tensors && config.output_tensors->format != FormatId::kFloat32) {
+      for (int o = 0; o < node.output_size(); ++o) {
+        const std::string output = node.output(o);
+        if (output.empty() || !is_float_tensor(output)) continue;
+        const ResolvedSpec spec = resolve_activation(output, *config.output_tensors);
+        const std::string pre = names_.fresh(output + "_prequant");
+        node.set_output(o, pre);
+        emit_pair(pre, spec, output, &after);
+        note_format(spec.format);
+      }
+    }
+    *graph_.add_node() = node;
+    for (auto& n : after) *graph_.add_node() = std::move(n);
+    summary_.quantized_nodes += any_integer;
+    summary_.bf16_nodes += any_bf16;
+    summary_.fp16_nodes += any_fp16;
+  }
+
+  bool is_float_initializer(const onnx::NodeProto& node, int index) const {
+    if (index < 0 || index >= node.input_size() || node.input(index).empty()) return false;
+    auto it = initializers_.find(node.input(index));
+    return it != initializers_.end() && it->second.data_type() == onnx::TensorProto::FLOAT;
+  }
+
+  // Activations are quantized only when they are float: declared or inferred float, or seen
+  // as float32 by calibration. Tensors of another known type (int64 shapes, bool masks) pass
+  // through; a tensor of unknown type without statistics is an error in resolve_activation.
+  bool is_float_tensor(const std::string& name) const {
+    if (stats_.tensors.count(name)) return true;
+    auto it = element_types_.find(name);
+    return it == element_types_.end() || it->second == onnx::TensorProto::FLOAT;
+  }
+
+  // The name of `tensor` as seen through the pair for `spec`, inserting the pair once.
+  std::string activation_pair(const std::string& tensor, const ResolvedSpec& spec) {
+    const auto key = std::make_tuple(tensor, spec.format, spec.params.scale, spec.params.zero_point);
+    if (auto it = pairs_.find(key); it != pairs_.end()) return it->second;
+    const std::string out = names_.fresh(tensor + (spec.is_integer() ? "_dq" : cast_suffix(spec.format)));
+    std::vector<onnx::NodeProto> nodes;
+    emit_pair(tensor, spec, out, &nodes);
+    for (auto& n : nodes) *graph_.add_node() = std::move(n);
+    pairs_.emplace(key, out);
+    return out;
+  }
+
+  // Appends the nodes that take `in` through `spec` to `out`.
+  void emit_pair(const std::string& in, const ResolvedSpec& spec, const std::string& out,
+                 std::vector<onnx::NodeProto>* nodes) {
+    if (!spec.is_integer()) {
+      const std::string low = names_.fresh(in + cast_suffix(spec.format) + "_low");
+      nodes->push_back(cast_node(in, low, dtype_to_onnx(format_traits(spec.format).storage)));
+      nodes->push_back(cast_node(low, out, onnx::TensorProto::FLOAT));
+      need_opset(spec.format == FormatId::kBFloat16 ? kOpsetBFloat16Cast : kOpsetFloat16Cast);
+      ++summary_.cast_pairs;
+      return;
+    }
+    const auto [scale, zero_point] = add_params(in, spec.format, spec.params);
+    const std::string q = names_.fresh(in + "_q");
+    nodes->push_back(make_node("QuantizeLinear", {in, scale, zero_point}, {q}, names_.fresh(in + "_QuantizeLinear")));
+    nodes->push_back(
+        make_node("DequantizeLinear", {q, scale, zero_point}, {out}, names_.fresh(in + "_DequantizeLinear")));
+    need_opset(std::max(kOpsetPerTensorQdq, format_traits(spec.format).min_opset));
+    ++summary_.qdq_pairs;
+  }
+
+  onnx::NodeProto cast_node(const std::string& in, const std::string& out, int32_t to) {
+    onnx::NodeProto node = make_node("Cast", {in}, {out}, names_.fresh(out + "_Cast"));
+    set_int_attribute(node, "to", to);
+    return node;
+  }
+
+  // Scale and zero-point initializers (scalars per tensor, 1-D per channel).
+  std::pair<std::string, std::string> add_params(const std::string& base, FormatId format, const QuantParams& params) {
+    const Shape shape = params.axis >= 0 ? Shape{static_cast<int64_t>(params.scale.size())} : Shape{};
+    const std::string scale = names_.fresh(base + "_scale");
+    new_initializers_.push_back(tensor_to_proto(Tensor::from_floats(shape, params.scale), scale));
+    const DType storage = format_traits(format).storage;
+    Tensor zp(storage, shape);
+    for (size_t i = 0; i < params.zero_point.size(); ++i) store_code(zp, i, params.zero_point[i]);
+    const std::string zero_point = names_.fresh(base + "_zero_point");
+    new_initializers_.push_back(tensor_to_proto(zp, zero_point));
+    return {scale, zero_point};
+  }
+
+  static void store_code(Tensor& t, size_t i, int32_t value) {
+    switch (t.dtype()) {
+      case DType::kInt8: t.as<int8_t>()[i] = static_cast<int8_t>(value); break;
+      case DType::kUInt8: t.as<uint8_t>()[i] = static_cast<uint8_t>(value); break;
+      case DType::kInt16: t.as<int16_t>()[i] = static_cast<int16_t>(value); break;
+      case DType::kUInt16: t.as<uint16_t>()[i] = static_cast<uint16_t>(value); break;
+      case DType::kInt32: t.as<int32_t>()[i] = value; break;
+      default: throw Error(ErrorKind::kInternal, "", "zero point of a non-integer type");
+    }
+  }
+
+  // Replaces a float weight initializer by its stored codes (or low-precision copy) and the
+  // node that turns it back into float. Returns the weight's resolved spec.
+  ResolvedSpec weight_operand(onnx::NodeProto& node, int index, const TensorQuantSpec& spec, int64_t axis) {
+    const std::string name = node.input(index);
+    const Tensor w = tensor_from_proto(initializers_.at(name), label_);
+    const FormatTraits& traits = format_traits(spec.format);
+    ResolvedSpec out{spec.format, {}};
+    ++summary_.quantized_weights;
+    if (!traits.is_integer) {
+      node.set_input(index, stored_low_precision(name, w, spec.format));
+      return out;
+    }
+    const bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(true);
+    const ParamOptions param_options{.symmetric = symmetric};
+    if (spec.per_channel && traits.per_channel_allowed) {
+      if (axis < 0 || axis >= static_cast<int64_t>(w.shape().size())) {
+        throw_bad_input(label_, "node '" + node.name() + "': weight channel axis " + std::to_string(axis) +
+                                    " is outside its shape " + shape_to_string(w.shape()));
+      }
+      out.params = choose_weight_params(w, spec.format, axis, param_options);
+      need_opset(kOpsetPerChannelQdq);
+    } else {
+      const std::vector<float> values = w.to_floats();
+      const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+      out.params = values.empty() ? choose_params(spec.format, 0, 0, param_options)
+                                  : choose_params(spec.format, *lo, *hi, param_options);
+    }
+    node.set_input(index, stored_codes(name, quantize_tensor(w, out.params, spec.format), spec.format, out.params));
+    return out;
+  }
+
+  // Bias codes at scale = input scale x weight scale (per output channel with a per-channel
+  // weight), so an integer kernel adds them to its int32 accumulator unchanged.
+  void int32_bias_operand(onnx::NodeProto& node, int index, const ResolvedSpec& input, const ResolvedSpec& weight) {
+    const std::string name = node.input(index);
+    const Tensor b = tensor_from_proto(initializers_.at(name), label_);
+    ++summary_.quantized_weights;
+    QuantParams params;
+    params.axis = weight.params.axis >= 0 ? 0 : -1;
+    for (float ws : weight.params.scale) params.scale.push_back(input.params.scale[0] * ws);
+    params.zero_point.assign(params.scale.size(), 0);
+    const std::string codes = names_.fresh(name + "_quantized");
+    new_initializers_.push_back(tensor_to_proto(quantize_bias(b, params.scale), codes));
+    const Shape shape = params.axis >= 0 ? Shape{static_cast<int64_t>(params.scale.size())} : Shape{};
+    const std::string scale = names_.fresh(name + "_scale");
+    new_initializers_.push_back(tensor_to_proto(Tensor::from_floats(shape, params.scale), scale));
+    const std::string zero_point = names_.fresh(name + "_zero_point");
+    new_initializers_.push_back(tensor_to_proto(Tensor(DType::kInt32, shape), zero_point));
+    node.set_input(index, dequantize_node(codes, scale, zero_point, params.axis, name));
+  }
+
+  void bias_operand(onnx::NodeProto& node, int index, const TensorQuantSpec& spec) {
+    const std::string name = node.input(index);
+    const Tensor b = tensor_from_proto(initializers_.at(name), label_);
+    ++summary_.quantized_weights;
+    if (!format_traits(spec.format).is_integer) {
+      node.set_input(index, stored_low_precision(name, b, spec.format));
+      return;
+    }
+    const std::vector<float> values = b.to_floats();
+    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+    const QuantParams params = values.empty() ? choose_params(spec.format, 0, 0) : choose_params(spec.format, *lo, *hi);
+    node.set_input(index, stored_codes(name, quantize_tensor(b, params, spec.format), spec.format, params));
+  }
+
+  std::string stored_codes(const std::string& name, const Tensor& codes, FormatId format, const QuantParams& params) {
+    const std::string stored = names_.fresh(name + "_quantized");
+    new_initializers_.push_back(tensor_to_proto(codes, stored));
+    const auto [scale, zero_point] = add_params(name, format, params);
+    need_opset(std::max(kOpsetPerTensorQdq, format_traits(format).min_opset));
+    return dequantize_node(stored, scale, zero_point, params.axis, name);
+  }
+
+  std::string dequantize_node(const std::string& codes, const std::string& scale, const std::string& zero_point,
+                              int64_t axis, const std::string& base) {
+    const std::string out = names_.fresh(base + "_dq");
+    onnx::NodeProto dq = make_node("DequantizeLinear", {codes, scale, zero_point}, {out},
+                                   names_.fresh(base + "_DequantizeLinear"));
+    if (axis >= 0) {
+      set_int_attribute(dq, "axis", axis);
+      need_opset(kOpsetPerChannelQdq);
+    }
+    *graph_.add_node() = std::move(dq);
+    return out;
+  }
+
+  // A weight rounded once to bf16/fp16, stored at that precision, cast back to float.
+  std::string stored_low_precision(const std::string& name, const Tensor& values, FormatId format) {
+    const DType storage = format_traits(format).storage;
+    Tensor low(storage, values.shape());
+    const auto in = values.as<float>();
+    auto bits = low.as<uint16_t>();
+    for (size_t i = 0; i < bits.size(); ++i) {
+      bits[i] = storage == DType::kBFloat16 ? float_to_bfloat16(in[i]) : float_to_half(in[i]);
+    }
+    const std::string stored = names_.fresh(name + cast_suffix(format));
+    new_initializers_.push_back(tensor_to_proto(low, stored));
+    const std::string out = names_.fresh(stored + "_float");
+    *graph_.add_node() = cast_node(stored, out, onnx::TensorProto::FLOAT);
+    need_opset(format == FormatId::kBFloat16 ? kOpsetBFloat16Cast : kOpsetFloat16Cast);
+    return out;
+  }
+
+  onnx::GraphProto& graph_;
+  const CalibrationStats& stats_;
+  const QuantizeOptions& options_;
+  const std::string& label_;
+  RewriteSummary& summary_;
+  NameAllocator names_;
+  std::unordered_map<std::string, onnx::TensorProto> initializers_;  // the original ones
+  std::unordered_map<std::string, int32_t> element_types_;           // declared or inferred
+  std::map<std::string, TensorStats> constant_stats_;
+  std::map<std::tuple<std::string, FormatId, std::vector<float>, std::vector<int32_t>>, std::string> pairs_;
+  std::vector<onnx::TensorProto> new_initializers_;
+  int64_t required_opset_ = 0;
+};
+
+}  // namespace
+
+int64_t insert_qdq(onnx::ModelProto& model, const std::vector<NodeAssignment>& assignment,
+                   const CalibrationStats& stats, const QuantizeOptions& options, const std::string& label,
+                   RewriteSummary& summary) {
+  Inserter inserter(model, stats, options, label, summary);
+  inserter.run(assignment);
+  return inserter.required_opset();
+}
+
+}  // namespace mixprec::rewrite

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "mixprec/rewrite.h"
+
+namespace mixprec::rewrite {
+
+// Inserts Q/DQ pairs and cast pairs for every node's assignment; see insert_qdq.cpp.
+// Returns the default-domain opset the inserted nodes need.
+int64_t insert_qdq(onnx::ModelProto& model, const std::vector<NodeAssignment>& assignment,
+                   const CalibrationStats& stats, const QuantizeOptions& options, const std::string& label,
+                   RewriteSummary& summary);
+
+}  // namespace mixprec::rewrite

@@ -1,0 +1,42 @@
+// The pass order, in one place.
+//   prepare_model:  Constant nodes → initializers → name nodes → fold BatchNormalization into Conv
+//   quantize_model: insert Q/DQ and cast pairs → raise the opset as far as the formats need
+#include <algorithm>
+
+#include "mixprec/config.h"
+#include "mixprec/rewrite.h"
+#include "rewrite/constants_to_initializers.h"
+#include "rewrite/fold_batchnorm.h"
+#include "rewrite/graph_edit.h"
+#include "rewrite/insert_qdq.h"
+#include "rewrite/upgrade_opset.h"
+
+namespace mixprec {
+
+onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptions& options, const std::string& label,
+                               PrepareSummary* summary) {
+  onnx::ModelProto out = model;
+  PrepareSummary local;
+  PrepareSummary& s = summary ? *summary : local;
+  s.constants_converted = rewrite::constants_to_initializers(out);
+  s.named_nodes = ensure_node_names(out);
+  if (options.fold_batchnorm) s.folded_batchnorms = rewrite::fold_batchnorm(out, label);
+  return out;
+}
+
+onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vector<NodeAssignment>& assignment,
+                                const CalibrationStats& stats, const QuantizeOptions& options,
+                                const std::string& label, const RankLookup& rank_of, RewriteSummary* summary) {
+  RewriteSummary local;
+  RewriteSummary& s = summary ? *summary : local;
+  onnx::ModelProto out = prepared;
+  s.opset_from = rewrite::default_opset(out);
+  const int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
+  const OpsetUpgradeResult upgrade = upgrade_opset(out, std::max(needed, s.opset_from), label, rank_of);
+  s.opset_to = rewrite::default_opset(out);
+  for (const auto& note : upgrade.adapted) s.notes.push_back("opset " + std::to_string(upgrade.from) + "→" +
+                                                             std::to_string(upgrade.to) + ": " + note);
+  return out;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,199 @@
+// strip_quantization: the float model inside a QDQ or cast-pair model.
+//
+//   Before:  x → QuantizeLinear → q → DequantizeLinear → x'  → op
+//            W_q → DequantizeLinear → W'                     → op
+//            x → Cast(to=bf16) → Cast(to=float) → x''        → op
+//            W_bf16 → Cast(to=float) → W''                   → op
+//   After:   x → op,  W (float initializer = dequantized codes / widened values) → op
+//
+// Works on QuantizeLinear/DequantizeLinear of the default domain and of com.microsoft. A pair
+// whose output is a graph output keeps the output's name (its source tensor is renamed). A
+// Q whose codes are also read elsewhere (or a graph input holding codes) stays: the model
+// really computes on them. QOperator kernels cannot be stripped by removing nodes and are
+// kUnsupported. Preconditions: subgraphs are left as they are (noted).
+#include "mixprec/rewrite.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/graph_view.h"
+#include "mixprec/error.h"
+#include "mixprec/tensor_proto.h"
+#include "rewrite/graph_edit.h"
+
+namespace mixprec {
+namespace {
+
+constexpr const char* kQOperatorOps[] = {"QLinearConv",   "QLinearMatMul", "MatMulInteger", "ConvInteger",
+                                         "QGemm",         "QLinearAdd",    "QLinearMul",    "QLinearConcat",
+                                         "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
+                                         "QLinearGlobalAveragePool", "QLinearSoftmax", "DynamicQuantizeMatMul"};
+
+bool is_quant_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx" || domain == "com.microsoft"; }
+
+bool is_op(const onnx::NodeProto& node, const char* op) { return node.op_type() == op && is_quant_domain(node.domain()); }
+
+bool is_low_float(int32_t type) { return type == onnx::TensorProto::BFLOAT16 || type == onnx::TensorProto::FLOAT16; }
+
+int64_t cast_to(const onnx::NodeProto& node) { return ir::int_attribute(node, "to").value_or(0); }
+
+// Dequantizes constant codes: (q - zp) * scale, per tensor or along `axis`.
+Tensor dequantize_constant(const Tensor& codes, const Tensor& scale, const std::optional<Tensor>& zero_point,
+                           int64_t axis) {
+  const std::vector<float> q = codes.to_floats();
+  const std::vector<float> s = scale.to_floats();
+  const std::vector<float> z = zero_point ? zero_point->to_floats() : std::vector<float>(s.size(), 0.0f);
+  Tensor out(DType::kFloat32, codes.shape());
+  auto values = out.as<float>();
+  size_t inner = 1, channels = 1;
+  if (s.size() > 1) {
+    const size_t rank = codes.shape().size();
+    const size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
+    channels = static_cast<size_t>(codes.shape()[a]);
+    for (size_t d = a + 1; d < rank; ++d) inner *= static_cast<size_t>(codes.shape()[d]);
+  }
+  for (size_t i = 0; i < q.size(); ++i) {
+    const size_t c = s.size() > 1 ? (i / inner) % channels : 0;
+    values[i] = (q[i] - z[c]) * s[c];
+  }
+  return out;
+}
+
+class Stripper {
+ public:
+  Stripper(const onnx::ModelProto& model, const std::string& label, StripSummary& summary)
+      : model_(model), label_(label), summary_(summary) {}
+
+  onnx::ModelProto run() {
+    const ir::GraphView view(model_.graph(), label_);
+    for (size_t i = 0; i < view.node_count(); ++i) {
+      const onnx::NodeProto& node = view.node(i);
+      for (const char* op : kQOperatorOps) {
+        if (node.op_type() == op) {
+          throw_unsupported(label_, "node '" + ir::node_label({&view, i}) + "' is a quantized kernel (" + op +
+                                        "): dequantize strips QDQ and cast-pair models, not QOperator ones");
+        }
+      }
+      if (!node.attribute().empty() && has_subgraph(node)) {
+        summary_.notes.push_back("subgraphs of '" + node.name() + "' left as they are");
+      }
+    }
+    for (size_t i = 0; i < view.node_count(); ++i) match_node(view, i);
+
+    onnx::ModelProto out = model_;
+    onnx::GraphProto& graph = *out.mutable_graph();
+    auto* nodes = graph.mutable_node();
+    for (int i = nodes->size() - 1; i >= 0; --i) {
+      if (drop_.count(static_cast<size_t>(i))) nodes->DeleteSubrange(i, 1);
+    }
+    for (auto& init : folded_) *graph.add_initializer() = std::move(init);
+    rewrite::NameAllocator names(model_);
+    for (const auto& [from, unused] : bypass_) {
+      const std::string source = source_of(from);
+      if (!view.is_graph_output(from)) {
+        rewrite::replace_reads(graph, from, source);
+      } else if (view.producer(source) && !drop_.count(*view.producer(source)) && !view.is_graph_output(source)) {
+        rewrite::rename_tensor(graph, source, from);  // the output keeps its name
+      } else {
+        // The source is a graph input, an initializer or another output: bridge it.
+        *graph.add_node() = rewrite::make_node("Identity", {source}, {from}, names.fresh(from + "_Identity"));
+      }
+    }
+    rewrite::remove_unused(graph);
+    return out;
+  }
+
+ private:
+  static bool has_subgraph(const onnx::NodeProto& node) {
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g() || attr.graphs_size() > 0) return true;
+    }
+    return false;
+  }
+
+  // The source a chain of removable nodes ends at: follows bypasses already recorded, so
+  // Q→DQ→Q→DQ chains collapse to the first float tensor.
+  std::string source_of(const std::string& name) const {
+    auto it = bypass_.find(name);
+    return it == bypass_.end() ? name : source_of(it->second);
+  }
+
+  void match_node(const ir::GraphView& view, size_t i) {
+    const onnx::NodeProto& node = view.node(i);
+    if (is_op(node, "DequantizeLinear")) {
+      if (fold_constant_dq(view, i)) return;
+      const auto q_index = view.producer(node.input(0));
+      if (!q_index || !is_op(view.node(*q_index), "QuantizeLinear")) return;
+      drop_.insert(i);
+      bypass_[node.output(0)] = view.node(*q_index).input(0);
+      ++summary_.qdq_pairs;
+      if (only_read_by_dropped(view, node.input(0))) drop_.insert(*q_index);
+      return;
+    }
+    if (node.op_type() == "Cast" && cast_to(node) == onnx::TensorProto::FLOAT) {
+      const onnx::TensorProto* init = view.initializer(node.input(0));
+      if (init && is_low_float(init->data_type())) {
+        const Tensor low = tensor_from_proto(*init, label_);
+        folded_.push_back(tensor_to_proto(Tensor::from_floats(low.shape(), low.to_floats()), node.output(0)));
+        drop_.insert(i);
+        ++summary_.folded_initializers;
+        return;
+      }
+      const auto low_index = view.producer(node.input(0));
+      if (!low_index) return;
+      const onnx::NodeProto& low = view.node(*low_index);
+      if (low.op_type() != "Cast" || !is_low_float(static_cast<int32_t>(cast_to(low)))) return;
+      drop_.insert(i);
+      bypass_[node.output(0)] = low.input(0);
+      ++summary_.cast_pairs;
+      if (only_read_by_dropped(view, node.input(0))) drop_.insert(*low_index);
+    }
+  }
+
+  bool only_read_by_dropped(const ir::GraphView& view, const std::string& name) const {
+    if (view.is_graph_output(name)) return false;
+    for (size_t c : view.consumers(name)) {
+      if (!drop_.count(c)) return false;
+    }
+    return true;
+  }
+
+  // DequantizeLinear of constant codes → a float initializer named as its output.
+  bool fold_constant_dq(const ir::GraphView& view, size_t i) {
+    const onnx::NodeProto& node = view.node(i);
+    const onnx::TensorProto* codes = view.initializer(node.input(0));
+    const onnx::TensorProto* scale = node.input_size() > 1 ? view.initializer(node.input(1)) : nullptr;
+    if (!codes || !scale) return false;
+    std::optional<Tensor> zero_point;
+    if (node.input_size() > 2 && !node.input(2).empty()) {
+      const onnx::TensorProto* zp = view.initializer(node.input(2));
+      if (!zp) return false;
+      zero_point = tensor_from_proto(*zp, label_);
+    }
+    const int64_t axis = ir::int_attribute(node, "axis").value_or(1);
+    const Tensor values = dequantize_constant(tensor_from_proto(*codes, label_), tensor_from_proto(*scale, label_),
+                                              zero_point, axis);
+    folded_.push_back(tensor_to_proto(values, node.output(0)));
+    drop_.insert(i);
+    ++summary_.folded_initializers;
+    return true;
+  }
+
+  const onnx::ModelProto& model_;
+  const std::string& label_;
+  StripSummary& summary_;
+  std::unordered_set<size_t> drop_;
+  std::unordered_map<std::string, std::string> bypass_;  // removed tensor → the tensor it stood for
+  std::vector<onnx::TensorProto> folded_;
+};
+
+}  // namespace
+
+onnx::ModelProto strip_quantization(const onnx::ModelProto& model, const std::string& label, StripSummary* summary) {
+  StripSummary local;
+  StripSummary& s = summary ? *summary : local;
+  onnx::ModelProto out = Stripper(model, label, s).run();
+  return out;
+}
+
+}  // namespace mixprec

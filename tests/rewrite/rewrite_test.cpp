@@ -1,0 +1,251 @@
+// Rewrites checked the ONNX Runtime way: run the model before and after, compare outputs within
+// a stated tolerance, and count the ops the rewrite should have produced.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "mixprec/config.h"
+#include "mixprec/error.h"
+#include "mixprec/pipeline.h"
+#include "mixprec/random_data.h"
+#include "mixprec/rewrite.h"
+#include "mixprec/runtime.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+using testing::attr_float;
+using testing::attr_int;
+using testing::attr_ints;
+using testing::deterministic_values;
+using testing::ModelBuilder;
+
+// Float32 BN folding reorders a few multiplications: outputs agree to float rounding.
+constexpr float kFoldTolerance = 1e-5f;
+
+std::map<std::string, int> op_counts(const onnx::ModelProto& model) {
+  std::map<std::string, int> counts;
+  for (const auto& node : model.graph().node()) ++counts[node.op_type()];
+  return counts;
+}
+
+NamedTensors random_inputs(const Session& session, uint64_t seed) {
+  NamedTensors inputs;
+  for (const auto& spec : session.inputs()) inputs.emplace_back(spec.name, random_tensor(spec.dtype, spec.shape, seed));
+  return inputs;
+}
+
+std::vector<float> run_first_output(const onnx::ModelProto& model, const NamedTensors& inputs) {
+  return Session::from_model(model, "test").run(inputs).front().second.to_floats();
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+float max_abs(const std::vector<float>& a) {
+  float worst = 0;
+  for (float v : a) worst = std::max(worst, std::fabs(v));
+  return worst;
+}
+
+// input [1,3,8,8] → Conv(4 out, 3x3) → BatchNormalization → Relu → output
+onnx::ModelProto conv_bn_model(bool conv_bias) {
+  ModelBuilder b;
+  b.opset(11)
+      .add_input("input", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{8}})
+      .add_output("output", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}, int64_t{8}, int64_t{8}})
+      .add_initializer("w", {4, 3, 3, 3}, deterministic_values(108, 1))
+      .add_initializer("gamma", {4}, {1.5f, 0.5f, -1.0f, 2.0f})
+      .add_initializer("beta", {4}, {0.1f, -0.2f, 0.3f, 0.0f})
+      .add_initializer("mean", {4}, {0.05f, -0.1f, 0.2f, 0.0f})
+      .add_initializer("var", {4}, {0.9f, 1.1f, 0.5f, 2.0f});
+  std::vector<std::string> conv_inputs = {"input", "w"};
+  if (conv_bias) {
+    b.add_initializer("b", {4}, {0.01f, 0.02f, -0.03f, 0.04f});
+    conv_inputs.push_back("b");
+  }
+  b.add_node("Conv", conv_inputs, {"c"}, {attr_ints("pads", {1, 1, 1, 1})}, "conv")
+      .add_node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"bn"}, {attr_float("epsilon", 1e-5f)},
+                "bn")
+      .add_node("Relu", {"bn"}, {"output"}, {}, "relu");
+  return b.build();
+}
+
+TEST(RewriteFoldBatchNorm, FoldsIntoConvWithAndWithoutBias) {
+  for (bool bias : {true, false}) {
+    const onnx::ModelProto model = conv_bn_model(bias);
+    PrepareSummary summary;
+    const onnx::ModelProto prepared = prepare_model(model, {.fold_batchnorm = true}, "test", &summary);
+    EXPECT_EQ(summary.folded_batchnorms, 1u);
+    EXPECT_EQ(op_counts(prepared).count("BatchNormalization"), 0u);
+    EXPECT_EQ(prepared.graph().node(0).input_size(), 3);  // the fold always leaves a bias
+    const Session session = Session::from_model(model, "test");
+    const NamedTensors inputs = random_inputs(session, 3);
+    EXPECT_LE(max_abs_diff(run_first_output(model, inputs), run_first_output(prepared, inputs)), kFoldTolerance);
+  }
+}
+
+TEST(RewriteFoldBatchNorm, LeavesSharedConvOutputAlone) {
+  onnx::ModelProto model = conv_bn_model(true);
+  // The conv output is also a graph output now: folding would change it.
+  auto* out = model.mutable_graph()->add_output();
+  out->set_name("c");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  PrepareSummary summary;
+  prepare_model(model, {}, "test", &summary);
+  EXPECT_EQ(summary.folded_batchnorms, 0u);
+}
+
+struct Quantized {
+  onnx::ModelProto model;
+  RewriteSummary summary;
+};
+
+Quantized quantize_with(const onnx::ModelProto& model, const QuantConfig& config, size_t samples = 8) {
+  const onnx::ModelProto prepared = prepare_model(model, {.fold_batchnorm = config.extra.convert_bn_to_conv}, "test");
+  const Session probe = Session::from_model(prepared, "test");
+  const auto source = make_random_source(probe.inputs(), samples, 11);
+  const CalibrationStats stats = calibrate_model(prepared, "test", *source);
+  const auto assignment = assign_layers(config, prepared, "test");
+  QuantizeOptions options;
+  options.calib_method = config.extra.calib_method;
+  Quantized q;
+  q.model = quantize_model(prepared, assignment, stats, options, "test", {}, &q.summary);
+  return q;
+}
+
+TEST(RewriteInsertQdq, A8W8ConvChainRunsAndStaysWithinQuantizationError) {
+  const onnx::ModelProto model = testing::conv_chain(3);
+  const Quantized q = quantize_with(model, *preset_config("A8W8"));
+  const auto counts = op_counts(q.model);
+  // One activation pair per conv input (3), one DQ per weight (3) and per int32 bias (3).
+  EXPECT_EQ(counts.at("QuantizeLinear"), 3);
+  EXPECT_EQ(counts.at("DequantizeLinear"), 9);
+  EXPECT_EQ(q.summary.qdq_pairs, 3);
+  EXPECT_EQ(q.summary.quantized_nodes, 3);
+  EXPECT_EQ(q.summary.opset_to, 17);  // conv_chain is already opset 17: nothing to raise
+  int int8_weights = 0, int32_biases = 0;
+  for (const auto& init : q.model.graph().initializer()) {
+    int8_weights += init.data_type() == onnx::TensorProto::INT8 && init.dims_size() == 4;
+    // The codes, not their int32 zero points.
+    int32_biases += init.data_type() == onnx::TensorProto::INT32 && init.name().find("_quantized") != std::string::npos;
+  }
+  EXPECT_EQ(int8_weights, 3);
+  EXPECT_EQ(int32_biases, 3);
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 5);
+  const auto ref = run_first_output(model, inputs);
+  const auto got = run_first_output(q.model, inputs);
+  // Three int8 layers calibrated on 8 other random samples: each adds about one step of its
+  // range (1/127 ≈ 0.8%), plus clipping where test values exceed the calibrated range. 10% of
+  // the output's peak bounds that with margin, and a broken scale or axis breaks it at once.
+  EXPECT_LE(max_abs_diff(ref, got), 0.10f * max_abs(ref));
+  EXPECT_GT(max_abs_diff(ref, got), 0.0f);  // it really is quantized
+}
+
+TEST(RewriteInsertQdq, Bf16PresetUsesCastPairsAndBf16Weights) {
+  onnx::ModelProto model = testing::conv_chain(2);
+  model.mutable_opset_import(0)->set_version(11);
+  const Quantized q = quantize_with(model, *preset_config("BF16"));
+  const auto counts = op_counts(q.model);
+  EXPECT_EQ(counts.count("QuantizeLinear"), 0u);
+  EXPECT_EQ(q.summary.cast_pairs, 2);
+  EXPECT_EQ(q.summary.opset_from, 11);
+  EXPECT_EQ(q.summary.opset_to, 13);  // Cast to bfloat16 needs opset 13
+  int bf16_weights = 0;
+  for (const auto& init : q.model.graph().initializer()) bf16_weights += init.data_type() == onnx::TensorProto::BFLOAT16;
+  EXPECT_GE(bf16_weights, 2);
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 6);
+  const auto ref = run_first_output(model, inputs);
+  const auto got = run_first_output(q.model, inputs);
+  // bf16 keeps 8 significant bits: relative error 2^-8 per rounding, a few roundings per layer.
+  EXPECT_LE(max_abs_diff(ref, got), 0.03f * max_abs(ref));
+}
+
+TEST(RewriteInsertQdq, Int16ActivationsRaiseOpsetTo21) {
+  const Quantized q = quantize_with(testing::conv_chain(1), *preset_config("A16W8"));
+  EXPECT_EQ(q.summary.opset_to, 21);
+  bool int16_zero_point = false;
+  for (const auto& init : q.model.graph().initializer()) int16_zero_point |= init.data_type() == onnx::TensorProto::INT16;
+  EXPECT_TRUE(int16_zero_point);
+  Session::from_model(q.model, "test");  // ONNX Runtime accepts it
+}
+
+TEST(RewriteInsertQdq, SharedActivationGetsOnePair) {
+  // input feeds two convs: one Q/DQ pair serves both.
+  ModelBuilder b;
+  b.add_input("input", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{4}})
+      .add_output("a", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{4}})
+      .add_output("b", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{4}})
+      .add_initializer("w1", {2, 2, 1, 1}, deterministic_values(4, 1))
+      .add_initializer("w2", {2, 2, 1, 1}, deterministic_values(4, 2))
+      .add_node("Conv", {"input", "w1"}, {"a"}, {}, "conv_a")
+      .add_node("Conv", {"input", "w2"}, {"b"}, {}, "conv_b");
+  const Quantized q = quantize_with(b.build(), *preset_config("XINT8"));
+  EXPECT_EQ(op_counts(q.model).at("QuantizeLinear"), 1);
+  EXPECT_EQ(q.summary.qdq_pairs, 1);
+}
+
+TEST(RewriteStrip, DequantizeOfQuantizeRecoversTheFloatGraph) {
+  const onnx::ModelProto model = testing::conv_chain(3);
+  for (const char* preset : {"A8W8", "BF16", "XINT8"}) {
+    const Quantized q = quantize_with(model, *preset_config(preset));
+    StripSummary summary;
+    const onnx::ModelProto stripped = strip_quantization(q.model, "test", &summary);
+    const auto counts = op_counts(stripped);
+    EXPECT_EQ(counts.count("QuantizeLinear") + counts.count("DequantizeLinear") + counts.count("Cast"), 0u) << preset;
+    EXPECT_EQ(counts.at("Conv"), 3) << preset;
+    for (const auto& init : stripped.graph().initializer()) EXPECT_EQ(init.data_type(), onnx::TensorProto::FLOAT);
+    const Session session = Session::from_model(model, "test");
+    const NamedTensors inputs = random_inputs(session, 7);
+    const auto ref = run_first_output(model, inputs);
+    // Only the weights' rounding is left: well inside the quantized model's own error.
+    EXPECT_LE(max_abs_diff(ref, run_first_output(stripped, inputs)), 0.03f * max_abs(ref) + 1e-3f) << preset;
+  }
+}
+
+TEST(RewriteStrip, QdqAtGraphOutputKeepsTheOutputName) {
+  QuantConfig config = *preset_config("A8W8");
+  config.global.output_tensors = config.global.input_tensors;
+  const Quantized q = quantize_with(testing::conv_chain(1), config);
+  ASSERT_EQ(q.model.graph().output(0).name(), "output");
+  const onnx::ModelProto stripped = strip_quantization(q.model, "test");
+  EXPECT_EQ(stripped.graph().output(0).name(), "output");
+  EXPECT_EQ(op_counts(stripped).count("QuantizeLinear"), 0u);
+  Session::from_model(stripped, "test");
+}
+
+TEST(RewriteStrip, QOperatorModelIsUnsupported) {
+  ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::UINT8, {int64_t{1}, int64_t{1}, int64_t{2}, int64_t{2}})
+      .add_output("y", onnx::TensorProto::UINT8, {int64_t{1}, int64_t{1}, int64_t{2}, int64_t{2}})
+      .add_initializer("s", {}, {0.1f})
+      .add_initializer_u8("z", {}, {128})
+      .add_initializer_i8("w", {1, 1, 1, 1}, {1})
+      .add_node("QLinearConv", {"x", "s", "z", "w", "s", "z", "s", "z"}, {"y"}, {}, "qconv");
+  try {
+    strip_quantization(b.build(), "model.onnx");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(e.message().find("qconv"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RewriteInsertQdq, MissingStatisticsIsBadInput) {
+  const onnx::ModelProto prepared = prepare_model(testing::conv_chain(1), {}, "test");
+  const auto assignment = assign_layers(*preset_config("A8W8"), prepared, "test");
+  EXPECT_THROW(quantize_model(prepared, assignment, CalibrationStats{}, {}, "test"), Error);
+}
+
+}  // namespace
+}  // namespace mixprec
