@@ -1,0 +1,68 @@
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "mixprec/metrics_report.h"
+
+namespace mixprec::cli {
+
+// compare exits 3 when the model misses the accuracy criterion (2 stays for bad input).
+inline constexpr int kExitAccuracyFailure = 3;
+
+Command add_compare(CLI::App& app) {
+  struct Flags {
+    std::string reference, model, target;
+    SampleFlags data;
+    RuntimeFlags runtime;
+    Tolerance tolerance;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "Compare a model's outputs with a reference model's on the same inputs; verdict by task type");
+  cmd->add_option("REFERENCE", flags->reference, "reference (FP32) model")->required();
+  cmd->add_option("MODEL", flags->model, "model to judge")->required();
+  flags->data.add_to(*cmd, "--data", 100);
+  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--target-accuracy", flags->target,
+                  "replace the task's criterion: psnr>30, sqnr>=25, cosine>0.999, top1>=99%, pass_rate>=99.9%");
+  cmd->add_flag("--json", flags->json, "print JSON");
+  flags->runtime.add_to(*cmd);
+  cmd->footer(std::string(kExitCodesHelp) + " compare exits 3 when the model misses the accuracy criterion.");
+  return {cmd, [flags] {
+            CompareParams params;
+            params.reference_path = flags->reference;
+            params.model_path = flags->model;
+            params.data = flags->data.resolve();
+            params.tolerance = flags->tolerance;
+            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.session = flags->runtime.resolve();
+            params.progress = progress_bar("comparing");
+            const CompareReport r = compare_job(params);
+            if (flags->json) {
+              nlohmann::ordered_json j;
+              j["reference"] = params.reference_path;
+              j["model"] = params.model_path;
+              j["task"] = {{"type", to_string(r.task.type)}, {"reason", r.task.reason}};
+              j["samples"] = r.samples;
+              j["data"] = r.data_description;
+              j["outputs"] = nlohmann::ordered_json::array();
+              for (const auto& m : r.outputs) j["outputs"].push_back(metrics_to_json(m));
+              j["verdict"] = verdict_to_json(r.verdict);
+              j["warnings"] = r.warnings;
+              std::cout << j.dump(2) << '\n';
+            } else {
+              std::cout << "task     " << to_string(r.task.type) << " (" << r.task.reason << ")\n"
+                        << "data     " << r.data_description << "\n"
+                        << metrics_table({{params.model_path, r.outputs}})
+                        << "verdict  " << (r.verdict.pass ? "PASS" : "FAIL") << ": " << r.verdict.criterion << "\n"
+                        << "         " << r.verdict.reason << "\n";
+            }
+            return r.verdict.pass ? kExitOk : kExitAccuracyFailure;
+          }};
+}
+
+}  // namespace mixprec::cli

@@ -1,0 +1,91 @@
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "common.h"
+#include "mixprec/error.h"
+
+namespace mixprec::cli {
+
+Command add_quantize(CLI::App& app) {
+  struct Flags {
+    std::string model, output, config, preset, calib_method, stats;
+    SampleFlags data;
+    RuntimeFlags runtime;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize", "Quantize a model with a config or preset; writes the model and its effective config beside it");
+  cmd->add_option("MODEL", flags->model, "float ONNX model")->required();
+  cmd->add_option("-o,--output", flags->output, "quantized model to write")->required();
+  auto* config = cmd->add_option("--config", flags->config, "Quark-style JSON config");
+  cmd->add_option("--preset", flags->preset, "XINT8, A8W8, U8S8, A16W8, BF16, FP16")->excludes(config);
+  flags->data.add_to(*cmd, "--calibration-data", 0);
+  cmd->add_option("--calib-method", flags->calib_method,
+                  "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (overrides the config)");
+  cmd->add_option("--stats", flags->stats,
+                  "calibration statistics: reused when the file exists, written after calibrating otherwise");
+  flags->runtime.add_to(*cmd);
+  cmd->footer(kExitCodesHelp);
+  return {cmd, [flags] {
+            QuantizeParams params;
+            params.model_path = flags->model;
+            params.output_path = flags->output;
+            params.config_path = flags->config;
+            params.preset = flags->preset;
+            params.calibration = flags->data.resolve();
+            params.stats_path = flags->stats;
+            params.session = flags->runtime.resolve();
+            params.progress = progress_bar("calibrating");
+            if (!flags->calib_method.empty()) {
+              params.calib_method = calib_method_from_name(flags->calib_method);
+              if (!params.calib_method) {
+                std::string known;
+                for (const auto& m : all_calib_methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
+                throw_bad_input("", "unknown --calib-method '" + flags->calib_method + "' (known: " + known + ")");
+              }
+            }
+            const QuantizeReport r = quantize_job(params);
+            std::cout << "model        " << r.output_path << "\n"
+                      << "config       " << r.config_path << "\n"
+                      << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, " << r.nodes_bf16
+                      << " bf16, " << r.nodes_fp16 << " fp16, " << r.nodes_float << " float\n"
+                      << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs
+                      << " cast pairs, " << r.rewrite.quantized_weights << " weights/biases stored quantized\n"
+                      << "prepared     " << r.prepare.constants_converted << " Constant nodes made initializers, "
+                      << r.prepare.folded_batchnorms << " BatchNormalization folded, " << r.prepare.named_nodes
+                      << " nodes named\n"
+                      << "opset        " << r.rewrite.opset_from << " -> " << r.rewrite.opset_to << "\n";
+            if (r.calibrated) {
+              std::cout << "calibration  " << r.data_description << ", " << r.calibration_samples << " used, "
+                        << std::fixed << std::setprecision(2) << r.calibration_seconds << " s"
+                        << (r.stats_path.empty() ? "" : ", statistics saved to " + r.stats_path) << "\n";
+            } else if (r.stats_reused) {
+              std::cout << "calibration  reused " << r.stats_path << " (" << r.calibration_samples << " samples)\n";
+            }
+            for (const auto& note : r.rewrite.notes) std::cout << "note         " << note << "\n";
+            return kExitOk;
+          }};
+}
+
+Command add_dequantize(CLI::App& app) {
+  struct Flags {
+    std::string model, output;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "dequantize", "Strip Q/DQ and cast pairs (ours or another tool's), folding quantized weights back to float");
+  cmd->add_option("MODEL", flags->model, "quantized ONNX model")->required();
+  cmd->add_option("-o,--output", flags->output, "float model to write")->required();
+  cmd->footer(kExitCodesHelp);
+  return {cmd, [flags] {
+            const DequantizeReport r = dequantize_job(flags->model, flags->output);
+            std::cout << "model    " << r.output_path << "\n"
+                      << "removed  " << r.strip.qdq_pairs << " Q/DQ pairs, " << r.strip.cast_pairs
+                      << " cast pairs; " << r.strip.folded_initializers << " initializers folded back to float\n";
+            for (const auto& note : r.strip.notes) std::cout << "note     " << note << "\n";
+            return kExitOk;
+          }};
+}
+
+}  // namespace mixprec::cli

@@ -1,0 +1,98 @@
+#include <functional>
+#include <set>
+
+#include "mixprec/error.h"
+#include "mixprec/pipeline.h"
+
+namespace mixprec {
+namespace {
+
+// FNV-1a, 64 bit: a stable digest (std::hash is not stable across builds).
+class Fnv1a {
+ public:
+  void add(const std::string& text) {
+    for (unsigned char c : text) {
+      hash_ ^= c;
+      hash_ *= 0x100000001b3ull;
+    }
+    hash_ ^= 0xff;  // separator, so ("ab","c") and ("a","bc") differ
+    hash_ *= 0x100000001b3ull;
+  }
+  std::string hex() const {
+    static const char* digits = "0123456789abcdef";
+    std::string out(16, '0');
+    for (int i = 0; i < 16; ++i) out[static_cast<size_t>(15 - i)] = digits[(hash_ >> (4 * i)) & 0xf];
+    return out;
+  }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+std::vector<std::string> main_graph_tensors(const onnx::ModelProto& model) {
+  std::vector<std::string> names;
+  for (const auto& node : model.graph().node()) {
+    for (const auto& out : node.output()) {
+      if (!out.empty()) names.push_back(out);
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string model_fingerprint(const onnx::ModelProto& model) {
+  Fnv1a digest;
+  for (const auto& node : model.graph().node()) {
+    digest.add(node.op_type());
+    digest.add(node.name());
+    for (const auto& in : node.input()) digest.add(in);
+    for (const auto& out : node.output()) digest.add(out);
+  }
+  for (const auto& init : model.graph().initializer()) {
+    digest.add(init.name());
+    for (int64_t d : init.dims()) digest.add(std::to_string(d));
+  }
+  return digest.hex();
+}
+
+CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
+                                 const SampleSource& source, const CalibrateOptions& options) {
+  const onnx::ModelProto exposed = expose_intermediates(prepared, main_graph_tensors(prepared), label);
+  const Session session = Session::from_model(exposed, label, options.session);
+  const size_t total = options.max_samples ? std::min(options.max_samples, source.size()) : source.size();
+  if (total == 0) throw_bad_input(label, "no calibration samples");
+
+  CalibrationStats stats;
+  stats.model_fingerprint = model_fingerprint(prepared);
+  stats.data_description = source.describe();
+  std::map<std::string, StatsCollector> collectors;
+  auto collect = [&](const std::string& name, const Tensor& tensor) {
+    if (tensor.dtype() != DType::kFloat32) return;  // shapes, indices, masks: nothing to calibrate
+    collectors[name].update(tensor.as<float>());
+  };
+  for (size_t i = 0; i < total; ++i) {
+    const NamedTensors inputs = source.sample(i);
+    for (const auto& [name, tensor] : inputs) collect(name, tensor);
+    for (const auto& [name, tensor] : session.run(inputs)) collect(name, tensor);
+    if (options.progress) options.progress(i + 1, total);
+  }
+  stats.samples = total;
+  for (auto& [name, collector] : collectors) stats.tensors.emplace(name, collector.stats());
+  return stats;
+}
+
+std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model, const std::string& label) {
+  const onnx::ModelProto exposed = expose_intermediates(model, main_graph_tensors(model), label);
+  const Session session = Session::from_model(exposed, label, {.optimization = GraphOptimization::kDisabled});
+  std::map<std::string, int64_t> ranks;
+  // ONNX Runtime reports an unknown shape as rank 0, so rank 0 stays "unknown" here.
+  for (const auto* specs : {&session.outputs(), &session.inputs()}) {
+    for (const auto& spec : *specs) {
+      if (!spec.shape.empty()) ranks[spec.name] = static_cast<int64_t>(spec.shape.size());
+    }
+  }
+  return ranks;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,71 @@
+#include <algorithm>
+#include <filesystem>
+
+#include "mixprec/error.h"
+#include "mixprec/image_source.h"
+#include "mixprec/log.h"
+#include "mixprec/pipeline.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+
+bool is_image_file(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
+}
+
+// Images when any named file is a picture, or a named folder holds pictures and no arrays.
+bool names_images(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      bool images = false, arrays = false;
+      for (const auto& entry : fs::directory_iterator(path, ec)) {
+        images = images || is_image_file(entry.path());
+        arrays = arrays || entry.path().extension() == ".npy" || entry.path().extension() == ".npz";
+      }
+      if (images && !arrays) return true;
+    } else if (is_image_file(path)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<SampleSource> open_samples(const DataSpec& spec, const std::vector<InputSpec>& inputs,
+                                           const std::string& model_path) {
+  if (spec.data.files.empty() || !names_images(spec.data.files)) {
+    auto source = make_sample_source(spec.data, inputs, model_path);
+    if (source->is_random()) {
+      log_warning(source->describe() + ": ranges and accuracy measured on random data can mislead; give real data");
+    }
+    return source;
+  }
+  std::string preset_name = spec.preprocess;
+  if (preset_name.empty()) {
+    preset_name = "imagenet";
+    log_warning("images are preprocessed with the 'imagenet' preset (RGB, ImageNet mean/std); pick the model's own "
+                "with --preprocess");
+  }
+  auto preprocess = image_preprocess_preset(preset_name);
+  if (!preprocess) {
+    std::string known;
+    for (auto name : image_preprocess_preset_names()) known += (known.empty() ? "" : ", ") + std::string(name);
+    throw_bad_input("", "unknown --preprocess '" + preset_name + "' (known: " + known + ")");
+  }
+  std::vector<InputSpec> resolved = inputs;
+  for (auto& input : resolved) {
+    if (auto it = spec.data.input_shapes.find(input.name); it != spec.data.input_shapes.end()) {
+      input.shape = resolve_shape(input, spec.data.input_shapes, model_path);
+    }
+  }
+  if (spec.image_height > 0) preprocess->height = spec.image_height;
+  if (spec.image_width > 0) preprocess->width = spec.image_width;
+  return make_image_source(spec.data.files, resolved, *preprocess);
+}
+
+}  // namespace mixprec
