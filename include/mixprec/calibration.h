@@ -58,6 +58,9 @@ struct CalibrationStats {
   uint64_t samples = 0;
   std::string data_description;
   std::map<std::string, TensorStats> tensors;
+  // Rank of every tensor the pass saw (float or not): an opset upgrade needs ranks that
+  // ONNX Runtime's static inference cannot always give, and a reused stats file must carry them.
+  std::map<std::string, int64_t> ranks;
 
   bool operator==(const CalibrationStats&) const = default;
 };

@@ -53,8 +53,11 @@ struct CalibrateOptions {
 CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
                                  const SampleSource& source, const CalibrateOptions& options = {});
 
-// Ranks of the main graph's tensors as ONNX Runtime infers them (no run).
-std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model, const std::string& label);
+// Ranks of the main graph's tensors: from ONNX's shape inference and ONNX Runtime's session
+// metadata, and exactly from one run on `sample` when given (exporters often leave ranks to be
+// found only at run time, e.g. behind a Reshape to a computed shape).
+std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model, const std::string& label,
+                                                  const NamedTensors* sample = nullptr);
 
 struct QuantizeParams {
   std::string model_path;

@@ -8,6 +8,7 @@
 //     "samples": 8,
 //     "data_description": "...",
 //     "histogram_bins": 2048,
+//     "ranks": {"conv1_out": 4, ...},       (optional: every tensor's rank seen in the pass)
 //     "tensors": {
 //       "conv1_out": {"min":-1.5,"max":3.25,"count":4096,"nan_count":0,"hist_range":4.0,"hist":[-1000,3,17,-1046]},
 //       ...
@@ -189,6 +190,7 @@ void save_stats(const CalibrationStats& stats, const std::string& path) {
     line("samples", stats.samples);
     line("data_description", stats.data_description);
     line("histogram_bins", kHistogramBins);
+    line("ranks", Json(stats.ranks));
     text += "  \"tensors\": {";
     const char* separator = "\n";
     for (const auto& [name, tensor] : stats.tensors) {
@@ -219,7 +221,7 @@ CalibrationStats load_stats(const std::string& path) {
     reader.fail("version", "must be " + std::to_string(kFileVersion) + " (a file from another mixprec version?)");
   }
   reader.expect_keys(doc, "", {"format", "version", "model_fingerprint", "samples", "data_description",
-                               "histogram_bins", "tensors"});
+                               "histogram_bins", "ranks", "tensors"});
   if (reader.unsigned_at(doc, "", "histogram_bins") != kHistogramBins) {
     reader.fail("histogram_bins", "must be " + std::to_string(kHistogramBins));
   }
@@ -228,6 +230,13 @@ CalibrationStats load_stats(const std::string& path) {
   stats.model_fingerprint = reader.string_at(doc, "", "model_fingerprint");
   stats.samples = reader.unsigned_at(doc, "", "samples");
   stats.data_description = reader.string_at(doc, "", "data_description");
+  // "ranks" is optional: statistics made without a model run (tests, other tools) have none.
+  const Json& ranks = doc.contains("ranks") ? doc.at("ranks") : Json::object();
+  if (!ranks.is_object()) reader.fail("ranks", "must be an object");
+  for (const auto& item : ranks.items()) {
+    if (!item.value().is_number_unsigned()) reader.fail("ranks." + item.key(), "must be a non-negative integer");
+    stats.ranks.emplace(item.key(), item.value().get<int64_t>());
+  }
   const Json& tensors = doc.at("tensors");
   if (!tensors.is_object()) reader.fail("tensors", "must be an object");
   for (const auto& item : tensors.items()) {

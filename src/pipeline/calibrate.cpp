@@ -1,6 +1,8 @@
 #include <functional>
 #include <set>
 
+#include <onnx/shape_inference/implementation.h>
+
 #include "mixprec/error.h"
 #include "mixprec/pipeline.h"
 
@@ -68,6 +70,7 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
   stats.data_description = source.describe();
   std::map<std::string, StatsCollector> collectors;
   auto collect = [&](const std::string& name, const Tensor& tensor) {
+    stats.ranks[name] = static_cast<int64_t>(tensor.shape().size());
     if (tensor.dtype() != DType::kFloat32) return;  // shapes, indices, masks: nothing to calibrate
     collectors[name].update(tensor.as<float>());
   };
@@ -82,15 +85,36 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
   return stats;
 }
 
-std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model, const std::string& label) {
+std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model, const std::string& label,
+                                                  const NamedTensors* sample) {
+  std::map<std::string, int64_t> ranks;
+  // ONNX's own shape inference knows ranks through symbolic dims where ONNX Runtime's session
+  // metadata does not; its schemas stop at opset 17, so node-level failures are tolerated
+  // (error_mode 0) and whatever it could infer is used.
+  try {
+    onnx::ModelProto copy = model;
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+    for (const auto* infos : {&copy.graph().value_info(), &copy.graph().output(), &copy.graph().input()}) {
+      for (const auto& vi : *infos) {
+        if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
+          ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
+        }
+      }
+    }
+  } catch (const std::exception&) {
+    // Inference is a best effort here; ONNX Runtime's view below still applies.
+  }
   const onnx::ModelProto exposed = expose_intermediates(model, main_graph_tensors(model), label);
   const Session session = Session::from_model(exposed, label, {.optimization = GraphOptimization::kDisabled});
-  std::map<std::string, int64_t> ranks;
   // ONNX Runtime reports an unknown shape as rank 0, so rank 0 stays "unknown" here.
   for (const auto* specs : {&session.outputs(), &session.inputs()}) {
     for (const auto& spec : *specs) {
       if (!spec.shape.empty()) ranks[spec.name] = static_cast<int64_t>(spec.shape.size());
     }
+  }
+  if (sample) {
+    for (const auto& [name, tensor] : session.run(*sample)) ranks[name] = static_cast<int64_t>(tensor.shape().size());
   }
   return ranks;
 }

@@ -147,13 +147,36 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   options.calib_method = config.extra.calib_method;
   options.activation_symmetric = config.extra.activation_symmetric;
   options.int32_bias = config.extra.int32_bias;
-  const auto ranks = infer_tensor_ranks(prepared, params.model_path);
+  // Ranks seen by calibration first (exact); without a calibration pass, one run on the first
+  // sample of the given data (or one seeded random sample when every input shape is known).
+  std::optional<NamedTensors> rank_sample;
+  if (stats.ranks.empty()) {
+    const Session probe = Session::from_model(prepared, params.model_path, params.session);
+    DataSpec data = params.calibration;
+    if (data.data.files.empty()) data.data.random_samples = 1;
+    try {
+      rank_sample = open_samples(data, probe.inputs(), params.model_path)->sample(0);
+    } catch (const Error&) {
+      if (!params.calibration.data.files.empty()) throw;  // the user's data is bad: say so
+      // Dynamic input dims and no data: static inference alone must do.
+    }
+  }
+  std::map<std::string, int64_t> ranks =
+      infer_tensor_ranks(prepared, params.model_path, rank_sample ? &*rank_sample : nullptr);
+  for (const auto& [name, rank] : stats.ranks) ranks[name] = rank;
   const RankLookup rank_of = [&ranks](const std::string& name) -> std::optional<int64_t> {
     auto it = ranks.find(name);
     return it == ranks.end() ? std::nullopt : std::optional<int64_t>(it->second);
   };
-  const onnx::ModelProto quantized =
-      quantize_model(prepared, assignment, stats, options, params.model_path, rank_of, &report.rewrite);
+  onnx::ModelProto quantized;
+  try {
+    quantized = quantize_model(prepared, assignment, stats, options, params.model_path, rank_of, &report.rewrite);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported || rank_sample || e.message().find("rank") == std::string::npos) throw;
+    throw Error(e.kind(), e.file(),
+                e.message() + "; give --calibration-data or --input-shape so mixprec can run the model once and "
+                              "learn the ranks");
+  }
   // ONNX Runtime is the judge of validity: nothing is written unless it loads the result.
   Session::from_model(quantized, params.output_path, params.session);
   save_model(quantized, params.output_path);
