@@ -67,7 +67,7 @@ nlohmann::ordered_json report_json(const RunReport& r) {
 Command add_run(CLI::App& app) {
   struct Flags {
     std::string model;
-    DataFlags data;
+    SampleFlags data;
     RuntimeFlags runtime;
     std::string save_outputs;
     size_t runs = 10;
@@ -77,7 +77,7 @@ Command add_run(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("run", "Run the FP32 baseline: outputs, latency (min/median) and throughput");
   cmd->add_option("MODEL", flags->model, "ONNX model")->required();
-  flags->data.add_to(*cmd, 8);
+  flags->data.add_to(*cmd, "--data", 8);
   flags->runtime.add_to(*cmd);
   cmd->add_option("--save-outputs", flags->save_outputs, "write every output to this .npz");
   cmd->add_option("--runs", flags->runs, "timed runs at least (cycling over the samples)")->capture_default_str();

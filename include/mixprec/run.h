@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "mixprec/input_spec.h"
+#include "mixprec/pipeline.h"
 #include "mixprec/runtime.h"
-#include "mixprec/sample_source.h"
 
 namespace mixprec {
 
 struct RunParams {
   std::string model_path;
-  DataOptions data;
+  DataSpec data;  // arrays, pictures or random samples
   SessionOptions session;
   size_t warmup_runs = 1;
   // Timed runs cycle over the samples until at least this many were made (latency figures

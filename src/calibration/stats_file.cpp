@@ -8,7 +8,7 @@
 //     "samples": 8,
 //     "data_description": "...",
 //     "histogram_bins": 2048,
-//     "ranks": {"conv1_out": 4, ...},       (optional: every tensor's rank seen in the pass)
+//     "ranks": {"conv1_out": 4, ...},      (the rank of every tensor the pass saw)
 //     "tensors": {
 //       "conv1_out": {"min":-1.5,"max":3.25,"count":4096,"nan_count":0,"hist_range":4.0,"hist":[-1000,3,17,-1046]},
 //       ...
@@ -230,8 +230,7 @@ CalibrationStats load_stats(const std::string& path) {
   stats.model_fingerprint = reader.string_at(doc, "", "model_fingerprint");
   stats.samples = reader.unsigned_at(doc, "", "samples");
   stats.data_description = reader.string_at(doc, "", "data_description");
-  // "ranks" is optional: statistics made without a model run (tests, other tools) have none.
-  const Json& ranks = doc.contains("ranks") ? doc.at("ranks") : Json::object();
+  const Json& ranks = doc.at("ranks");
   if (!ranks.is_object()) reader.fail("ranks", "must be an object");
   for (const auto& item : ranks.items()) {
     if (!item.value().is_number_unsigned()) reader.fail("ranks." + item.key(), "must be a non-negative integer");

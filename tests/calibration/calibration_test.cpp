@@ -320,6 +320,7 @@ TEST_F(StatsFileTest, RoundTripIsExact) {
   StatsCollector tiny;
   tiny.update(std::vector<float>{0.1f, -1e-7f, 3.3f});
   stats.tensors["tiny"] = tiny.stats();
+  stats.ranks = {{"tiny", 1}, {"shape_of_tiny", 1}};  // ranks of non-float tensors are kept too
 
   const std::string file = path("stats.json");
   save_stats(stats, file);
@@ -327,7 +328,7 @@ TEST_F(StatsFileTest, RoundTripIsExact) {
 
   const std::string text = read(file);
   EXPECT_NE(text.find("\"format\": \"mixprec-stats\""), std::string::npos);
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7 + 1 + 3 + 2);  // header, "tensors", one per tensor, closing
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 8 + 1 + 3 + 2);  // header (ranks included), "tensors", one per tensor, closing
   EXPECT_LT(text.size(), 8000u);  // run-length coded: far below 3 x 2048 counts
 }
 
@@ -335,7 +336,7 @@ TEST_F(StatsFileTest, RoundTripIsExact) {
 // 1536 empty bins, a 1, and 511 empty bins.
 std::string one_value_file() {
   return R"({"format": "mixprec-stats", "version": 1, "model_fingerprint": "", "samples": 1,
-"data_description": "", "histogram_bins": 2048, "tensors": {
+"data_description": "", "histogram_bins": 2048, "ranks": {}, "tensors": {
 "x": {"min": 1.0, "max": 1.0, "count": 1, "nan_count": 0, "hist_range": 2.0, "hist": [-1536, 1, -511]}}})";
 }
 

@@ -56,9 +56,9 @@ class RealModelRun : public ::testing::TestWithParam<RealModelCase> {};
 RunParams seeded_params(const RealModelCase& c) {
   RunParams params;
   params.model_path = model_path(c.file);
-  params.data.random_samples = 2;
-  params.data.seed = 1234;
-  params.data.input_shapes = parse_input_shapes({c.input_shape});
+  params.data.data.random_samples = 2;
+  params.data.data.seed = 1234;
+  params.data.data.input_shapes = parse_input_shapes({c.input_shape});
   params.min_timed_runs = 2;
   params.warmup_runs = 0;
   return params;
@@ -84,7 +84,7 @@ TEST_P(RealModelRun, SeededRunsAreBitIdenticalAndSavedOutputsReadBack) {
 
   // The saved arrays are exactly what the runtime produces for those samples.
   Session session = Session::from_file(a.model_path);
-  auto source = make_sample_source(a.data, session.inputs(), a.model_path);
+  auto source = open_samples(a.data, session.inputs(), a.model_path);
   const NamedTensors first = session.run(source->sample(0));
   const NamedTensors second = session.run(source->sample(1));
   ASSERT_EQ(first.size(), saved_a.size());

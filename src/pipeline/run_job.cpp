@@ -93,13 +93,10 @@ RunReport run_model(const RunParams& params) {
   Session session = Session::from_file(params.model_path, params.session);
   report.session_create_ms = elapsed_ms(start);
 
-  auto source = make_sample_source(params.data, session.inputs(), params.model_path);
+  auto source = open_samples(params.data, session.inputs(), params.model_path);
   report.data_description = source->describe();
   report.samples = source->size();
   if (report.samples == 0) throw_bad_input(params.model_path, "no samples to run");
-  if (source->is_random()) {
-    log_warning("running on random inputs: outputs and timings do not reflect real data");
-  }
 
   const NamedTensors first = source->sample(0);
   report.inputs = specs_of(first);
