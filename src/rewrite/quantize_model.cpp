@@ -2,6 +2,7 @@
 //   prepare_model:  Constant nodes → initializers → name nodes → fold BatchNormalization into Conv
 //   quantize_model: insert Q/DQ and cast pairs → raise the opset as far as the formats need
 #include <algorithm>
+#include <map>
 
 #include "mixprec/config.h"
 #include "mixprec/rewrite.h"
@@ -34,8 +35,18 @@ onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vec
   const int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
   const OpsetUpgradeResult upgrade = upgrade_opset(out, std::max(needed, s.opset_from), label, rank_of);
   s.opset_to = rewrite::default_opset(out);
-  for (const auto& note : upgrade.adapted) s.notes.push_back("opset " + std::to_string(upgrade.from) + "→" +
-                                                             std::to_string(upgrade.to) + ": " + note);
+  // One note per kind of adaptation ("18 x Clip: min/max attributes -> inputs"), not per node.
+  std::map<std::string, int> kinds;
+  for (const auto& note : upgrade.adapted) {
+    const size_t name_start = note.find(" '");
+    const size_t name_end = note.find("': ");
+    const bool parsed = name_start != std::string::npos && name_end != std::string::npos && name_end > name_start;
+    ++kinds[parsed ? note.substr(0, name_start) + ": " + note.substr(name_end + 3) : note];
+  }
+  for (const auto& [kind, count] : kinds) {
+    s.notes.push_back("opset " + std::to_string(upgrade.from) + "→" + std::to_string(upgrade.to) + ": " +
+                      std::to_string(count) + " x " + kind);
+  }
   return out;
 }
 
