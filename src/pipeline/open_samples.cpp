@@ -5,16 +5,11 @@
 #include "mixprec/image_source.h"
 #include "mixprec/log.h"
 #include "mixprec/pipeline.h"
+#include "tensor/data_paths.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
-
-bool is_image_file(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
-}
 
 // Images when any named file is a picture, or a named folder holds pictures and no arrays.
 bool names_images(const std::vector<std::string>& paths) {
@@ -23,11 +18,11 @@ bool names_images(const std::vector<std::string>& paths) {
     if (fs::is_directory(path, ec)) {
       bool images = false, arrays = false;
       for (const auto& entry : fs::directory_iterator(path, ec)) {
-        images = images || is_image_file(entry.path());
-        arrays = arrays || entry.path().extension() == ".npy" || entry.path().extension() == ".npz";
+        images = images || data_paths::has_extension(entry.path(), data_paths::kPictureExtensions);
+        arrays = arrays || data_paths::has_extension(entry.path(), data_paths::kArrayExtensions);
       }
       if (images && !arrays) return true;
-    } else if (is_image_file(path)) {
+    } else if (data_paths::has_extension(path, data_paths::kPictureExtensions)) {
       return true;
     }
   }

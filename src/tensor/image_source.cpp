@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "mixprec/error.h"
+#include "tensor/data_paths.h"
 #include "tensor/image_decode.h"
 
 namespace mixprec {
@@ -94,36 +95,6 @@ constexpr ResizeRow kResizes[] = {
     {Resize::kKeepAspectPad, "aspect kept, right-padded", keep_aspect_width},
 };
 static_assert(indexed_by_key(kResizes));
-
-constexpr std::string_view kPictureExtensions[] = {".png", ".jpg", ".jpeg", ".bmp"};
-
-bool is_picture_name(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  return std::find(std::begin(kPictureExtensions), std::end(kPictureExtensions), ext) != std::end(kPictureExtensions);
-}
-
-// Files as given; folders replaced by their pictures in name order.
-std::vector<std::string> expand_picture_paths(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const auto& path : paths) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-      std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(path)) {
-        if (entry.is_regular_file() && is_picture_name(entry.path())) found.push_back(entry.path().string());
-      }
-      if (found.empty()) throw_bad_input(path, "folder has no .png, .jpg, .jpeg or .bmp pictures");
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(path, ec)) {
-      files.push_back(path);
-    } else {
-      throw_io(path, "no such picture file or folder");
-    }
-  }
-  return files;
-}
 
 void check_preprocess(const ImagePreprocess& p) {
   if (p.height < 0 || p.width < 0) {
@@ -320,7 +291,7 @@ std::unique_ptr<SampleSource> make_image_source(const std::vector<std::string>& 
   check_preprocess(preprocess);
   Shape shape = image_input_shape(inputs, preprocess);
   if (paths.empty()) throw_bad_input("", "no picture files or folders given");
-  std::vector<std::string> files = expand_picture_paths(paths);
+  std::vector<std::string> files = data_paths::expand(paths, data_paths::kPictureExtensions, "pictures");
   for (const auto& file : files) check_image_header(file);
   return std::make_unique<ImageSource>(std::move(files), inputs[0], std::move(shape), preprocess);
 }

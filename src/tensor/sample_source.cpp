@@ -8,38 +8,11 @@
 #include "mixprec/error.h"
 #include "mixprec/npy.h"
 #include "mixprec/random_data.h"
+#include "tensor/data_paths.h"
 
 namespace mixprec {
 namespace fs = std::filesystem;
 namespace {
-
-bool has_extension(const fs::path& path, const char* ext) { return path.extension() == ext; }
-
-std::vector<std::string> expand_paths(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const auto& path : paths) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-      std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(path)) {
-        if (entry.is_regular_file() && (has_extension(entry.path(), ".npy") || has_extension(entry.path(), ".npz"))) {
-          found.push_back(entry.path().string());
-        }
-      }
-      std::sort(found.begin(), found.end());
-      if (found.empty()) throw_bad_input(path, "folder has no .npy or .npz files");
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::is_regular_file(path, ec)) {
-      if (!has_extension(path, ".npy") && !has_extension(path, ".npz")) {
-        throw_bad_input(path, "unknown data file type (expected .npy or .npz)");
-      }
-      files.push_back(path);
-    } else {
-      throw_io(path, "no such data file or folder");
-    }
-  }
-  return files;
-}
 
 std::string input_names(const std::vector<InputSpec>& inputs) {
   std::string out;
@@ -50,7 +23,7 @@ std::string input_names(const std::vector<InputSpec>& inputs) {
 // Reads one file and orders its arrays as the model inputs.
 NamedTensors read_file(const std::string& file, const std::vector<InputSpec>& inputs) {
   NamedTensors members;
-  if (has_extension(file, ".npy")) {
+  if (fs::path(file).extension() == ".npy") {
     if (inputs.size() != 1) {
       throw_bad_input(file, "a bare .npy feeds one input, the model has " + std::to_string(inputs.size()) + " (" +
                                 input_names(inputs) + "): use an .npz keyed by input name");
@@ -127,7 +100,7 @@ Tensor slice_rows(const Tensor& tensor, int64_t first, int64_t rows) {
 class FileSource : public SampleSource {
  public:
   FileSource(const std::vector<std::string>& paths, std::vector<InputSpec> inputs) : inputs_(std::move(inputs)) {
-    files_ = expand_paths(paths);
+    files_ = data_paths::expand(paths, data_paths::kArrayExtensions, "arrays");
     for (size_t f = 0; f < files_.size(); ++f) {
       const size_t k = validate(files_[f], read_file(files_[f], inputs_), inputs_);
       for (size_t part = 0; part < k; ++part) index_.push_back({f, part, k});

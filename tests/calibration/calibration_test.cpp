@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mixprec/error.h"
+#include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
@@ -292,22 +293,13 @@ TEST(RangeMethods, BadOptionsAreBadInput) {
   }
 }
 
-class StatsFileTest : public ::testing::Test {
+class StatsFileTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_stats_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   static std::string read(const std::string& file) {
     std::ifstream in(file);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   }
   static void write(const std::string& file, const std::string& text) { std::ofstream(file) << text; }
-  fs::path dir_;
 };
 
 TEST_F(StatsFileTest, RoundTripIsExact) {

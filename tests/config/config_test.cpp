@@ -8,6 +8,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "support/model_builder.h"
+#include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
@@ -96,22 +97,13 @@ std::string parse_error(const std::string& text) {
   return "";
 }
 
-class ConfigFileTest : public ::testing::Test {
+class ConfigFileTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_config_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) const {
     const std::string path = (dir_ / name).string();
     std::ofstream(path) << text;
     return path;
   }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
 };
 
 // --- Loading and saving ------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
 #include "mixprec/pipeline.h"
+#include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
@@ -23,16 +24,9 @@ constexpr int64_t kDetSide = 160;
 // PSNR of the BF16 detector is measured where SPEC quotes it, at a realistic text-picture size.
 constexpr int64_t kDetBf16Side = 320;
 
-class QuantizeRealModel : public ::testing::Test {
+class QuantizeRealModel : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_qreal_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string out(const std::string& name) const { return (dir_ / name).string(); }
+  std::string out(const std::string& name) const { return path(name); }
 
   static DataSpec pictures(const std::string& folder, const std::string& preprocess, int64_t h, int64_t w) {
     DataSpec spec;
@@ -51,7 +45,6 @@ class QuantizeRealModel : public ::testing::Test {
     return compare_job(params);
   }
 
-  fs::path dir_;
 };
 
 TEST_F(QuantizeRealModel, Xint8DirectionClassifierKeepsTop1) {

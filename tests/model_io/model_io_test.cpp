@@ -6,22 +6,14 @@
 #include <fstream>
 
 #include "mixprec/error.h"
+#include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
 
-class ModelIoTest : public ::testing::Test {
+class ModelIoTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_model_io_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
 };
 
 // Y = X + W with a 4 KiB initializer, and a Constant node carrying a tensor attribute.

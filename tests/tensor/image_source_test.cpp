@@ -13,6 +13,7 @@
 // include directory, so the writer's own warnings stay out of our -Werror build.
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>
+#include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
@@ -48,17 +49,9 @@ std::vector<float> values(const SampleSource& source, size_t index, const Shape&
   return sample.at(0).second.to_floats();
 }
 
-class ImageSourceTest : public ::testing::Test {
+class ImageSourceTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_image_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // `pixels`: height * width * channels bytes, row-major, channels interleaved.
   std::string write_png(const std::string& name, int width, int height, int channels,
@@ -78,7 +71,6 @@ class ImageSourceTest : public ::testing::Test {
     return file;
   }
 
-  fs::path dir_;
 };
 
 // A 2x2 RGB picture: (50,100,150) (10,20,30) / (0,0,0) (255,255,255).
