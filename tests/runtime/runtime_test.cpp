@@ -1,0 +1,90 @@
+#include "mixprec/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include "mixprec/error.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+using testing::ModelBuilder;
+
+// y = relu(x + b) with a middle tensor "sum" to fetch.
+onnx::ModelProto add_relu_model() {
+  return ModelBuilder()
+      .add_input("x", onnx::TensorProto::FLOAT, {std::string("N"), int64_t{3}})
+      .add_output("y", onnx::TensorProto::FLOAT, {std::string("N"), int64_t{3}})
+      .add_initializer("b", {3}, {1.0f, -2.0f, 0.5f})
+      .add_node("Add", {"x", "b"}, {"sum"}, {}, "add")
+      .add_node("Relu", {"sum"}, {"y"}, {}, "relu")
+      .build();
+}
+
+NamedTensors one_row(std::vector<float> values) {
+  return {{"x", Tensor::from_floats({1, 3}, values)}};
+}
+
+TEST(RuntimeSession, RunsFromMemoryAndDescribesSymbolicDims) {
+  const Session session = Session::from_model(add_relu_model(), "add_relu");
+  ASSERT_EQ(session.inputs().size(), 1u);
+  EXPECT_EQ(session.inputs()[0].shape, (Shape{-1, 3}));
+  EXPECT_EQ(session.inputs()[0].dim_params[0], "N");
+  const NamedTensors out = session.run(one_row({1.0f, 1.0f, -1.0f}));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, "y");
+  EXPECT_EQ(out[0].second.to_floats(), (std::vector<float>{2.0f, 0.0f, 0.0f}));  // relu(2, -1, -0.5)
+}
+
+TEST(RuntimeSession, FetchesIntermediateTensors) {
+  const onnx::ModelProto exposed = expose_intermediates(add_relu_model(), {"sum"}, "add_relu");
+  const Session session = Session::from_model(exposed, "add_relu");
+  const NamedTensors out = session.run(one_row({1.0f, 1.0f, -1.0f}), {"sum", "y"});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].second.to_floats(), (std::vector<float>{2.0f, -1.0f, -0.5f}));
+  EXPECT_THROW(expose_intermediates(add_relu_model(), {"no_such_tensor"}, "add_relu"), Error);
+}
+
+TEST(RuntimeSession, WrongInputsAreBadInputNamingTheModel) {
+  const Session session = Session::from_model(add_relu_model(), "add_relu.onnx");
+  const auto expect_bad = [&](const NamedTensors& inputs, const std::string& fragment) {
+    try {
+      session.run(inputs);
+      ADD_FAILURE() << "accepted " << fragment;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_EQ(e.file(), "add_relu.onnx");
+      EXPECT_NE(e.message().find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_bad({{"x", Tensor(DType::kFloat16, {1, 3})}}, "float16");
+  expect_bad({{"x", Tensor(DType::kFloat32, {1, 4})}}, "1x4");
+  expect_bad({{"z", Tensor(DType::kFloat32, {1, 3})}}, "'z'");
+  expect_bad({}, "no data given for model input 'x'");
+}
+
+TEST(RuntimeSession, UnavailableProviderListsTheAvailableOnes) {
+  try {
+    Session::from_model(add_relu_model(), "add_relu.onnx", {.provider = "VitisAI"});
+    FAIL() << "VitisAI is not in the CPU build";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(e.message().find("VitisAI"), std::string::npos);
+    EXPECT_NE(e.message().find("CPUExecutionProvider"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeSession, ModelOnnxRuntimeRejectsIsBadInput) {
+  onnx::ModelProto model = add_relu_model();
+  model.mutable_graph()->mutable_node(1)->set_op_type("NoSuchOp");
+  try {
+    Session::from_model(model, "broken.onnx");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(std::count(e.message().begin(), e.message().end(), '\n'), 0) << "one line";
+  }
+}
+
+}  // namespace
+}  // namespace mixprec
