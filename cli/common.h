@@ -54,6 +54,7 @@ Command add_run(CLI::App& app);
 Command add_quantize(CLI::App& app);
 Command add_dequantize(CLI::App& app);
 Command add_compare(CLI::App& app);
+Command add_explore(CLI::App& app);
 
 // Flags for sample data that may be pictures: DataFlags plus --preprocess and --image-size.
 struct SampleFlags {

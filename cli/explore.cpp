@@ -1,0 +1,89 @@
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "common.h"
+#include "mixprec/error.h"
+#include "mixprec/explore.h"
+#include "mixprec/metrics_report.h"
+
+namespace mixprec::cli {
+
+Command add_explore(CLI::App& app) {
+  struct Flags {
+    std::string model, output, work_dir, target, ranking = "dynamic-range", preset = "XINT8";
+    std::vector<std::string> calibration;
+    SampleFlags data;
+    RuntimeFlags runtime;
+    Tolerance tolerance;
+    double budget = 0.3;
+    size_t max_iterations = 0;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "explore", "Find the fewest layers to lift from INT8 to BF16 for the model to meet its accuracy criterion");
+  cmd->add_option("MODEL", flags->model, "float ONNX model")->required();
+  cmd->add_option("--work-dir", flags->work_dir, "statistics, ledger.jsonl, sensitivity.json, final model and config")
+      ->required();
+  cmd->add_option("-o,--output", flags->output, "also copy the final model here");
+  cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
+  flags->data.add_to(*cmd, "--data", 0);
+  cmd->add_option("--preset", flags->preset, "the INT8 starting point (XINT8, A8W8, U8S8)")->capture_default_str();
+  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
+  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--bf16-budget", flags->budget, "largest share of compute layers lifted to BF16")
+      ->capture_default_str();
+  cmd->add_option("--max-iters", flags->max_iterations, "most promotions tried (0: min(50, compute layers))")
+      ->capture_default_str();
+  cmd->add_option("--ranking", flags->ranking, "dynamic-range or measured")->capture_default_str();
+  flags->runtime.add_to(*cmd);
+  cmd->footer(std::string(kExitCodesHelp) + " explore exits 3 when the best assignment found misses the criterion.");
+  return {cmd, [flags] {
+            ExploreParams params;
+            params.model_path = flags->model;
+            params.work_dir = flags->work_dir;
+            params.base_preset = flags->preset;
+            params.evaluation = flags->data.resolve();
+            params.calibration = params.evaluation;
+            params.calibration.data.files = flags->calibration;
+            if (params.evaluation.data.files.empty() && params.evaluation.data.random_samples == 0) {
+              throw_bad_input("", "give evaluation data with --data (pictures, .npy/.npz) or --random N");
+            }
+            params.tolerance = flags->tolerance;
+            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.bf16_budget = flags->budget;
+            params.max_iterations = flags->max_iterations;
+            const auto ranking = ranking_from_name(flags->ranking);
+            if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured)");
+            params.ranking = *ranking;
+            params.session = flags->runtime.resolve();
+            params.progress = progress_bar("calibrating");
+            const ExploreResult r = explore(params, [](const ExploreStep& s) {
+              std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  bf16 %3zu  %.2f s\n",
+                          s.index, s.layer.c_str(), s.decision.c_str(), s.objective, s.psnr_db, 100 * s.pass_rate,
+                          s.bf16_layers, s.seconds);
+              std::fflush(stdout);
+            });
+            if (!flags->output.empty()) {
+              std::filesystem::copy_file(r.final_model_path, flags->output,
+                                         std::filesystem::copy_options::overwrite_existing);
+            }
+            std::cout << "task        " << to_string(r.task.type) << "\n"
+                      << "stopped     " << r.stop_reason << "\n"
+                      << "bf16 layers " << r.bf16_layers.size() << " of " << r.compute_layers << " compute layers\n";
+            for (const auto& layer : r.bf16_layers) std::cout << "            " << layer << "\n";
+            std::cout << metrics_table({{"full INT8", r.int8_metrics}, {"full BF16", r.bf16_metrics},
+                                        {"final", r.final_metrics}})
+                      << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason
+                      << "\n"
+                      << "spent       " << r.evaluations << " evaluations, " << r.seconds << " s (calibration "
+                      << r.calibration_seconds << " s)\n"
+                      << "work dir    " << r.final_model_path << ", " << r.final_config_path << ", " << r.ledger_path
+                      << "\n";
+            return r.final_verdict.pass ? kExitOk : 3;
+          }};
+}
+
+}  // namespace mixprec::cli
