@@ -72,7 +72,7 @@ Command add_explore(CLI::App& app) {
             }
             std::cout << "task        " << to_string(r.task.type) << "\n"
                       << "stopped     " << r.stop_reason << "\n"
-                      << "bf16 layers " << r.bf16_layers.size() << " of " << r.compute_layers << " compute layers\n";
+                      << "bf16 layers " << r.bf16_layers.size() << " of " << r.compute_layers << " candidate layers\n";
             for (const auto& layer : r.bf16_layers) std::cout << "            " << layer << "\n";
             std::cout << metrics_table({{"full INT8", r.int8_metrics}, {"full BF16", r.bf16_metrics},
                                         {"final", r.final_metrics}})

@@ -280,7 +280,7 @@ class Explorer {
       }
       if (lifted.size() >= budget) {
         result_.stop_reason = "BF16 budget: " + std::to_string(lifted.size()) + " of " +
-                              std::to_string(candidates_.size()) + " compute layers";
+                              std::to_string(candidates_.size()) + " candidate layers";
         break;
       }
       const auto t0 = Clock::now();

@@ -36,6 +36,25 @@ onnx::ModelProto one_sensitive_layer_model() {
       .build();
 }
 
+// Two branches like the model above, summed: each "mix_k" alone is worth lifting, and the
+// target needs both, so a search takes two accepted steps.
+onnx::ModelProto two_sensitive_layers_model() {
+  const std::vector<float> spread = {1000, 0, 0, 0};
+  const std::vector<float> mix = {0, 0, 0, 0, 1, 2, 0, 1, 2, 1, 1, 0, 0, 1, 2, 1};
+  ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
+      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
+      .add_initializer("c_spread", {4}, spread)
+      .add_initializer("w_mix", {4, 4}, mix);
+  for (const char* k : {"1", "2"}) {
+    const std::string s = k;
+    b.add_node("Add", {"x", "c_spread"}, {"wide_" + s}, {}, "spread_" + s)
+        .add_node("MatMul", {"wide_" + s, "w_mix"}, {"mixed_" + s}, {}, "mix_" + s);
+  }
+  b.add_node("Add", {"mixed_1", "mixed_2"}, {"y"}, {}, "sum");
+  return b.build();
+}
+
 class ExploreTest : public testing::TempDirTest {
  protected:
   ExploreParams params(Ranking ranking) {
@@ -108,6 +127,37 @@ TEST_F(ExploreTest, SameInputsGiveTheSameLedger) {
     EXPECT_EQ(first.steps[i].objective, second.steps[i].objective);
   }
   EXPECT_EQ(first.ranking, second.ranking);
+}
+
+TEST_F(ExploreTest, TwoLayersNeedTwoAcceptedSteps) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.bf16_budget = 0.4;  // 2 of the 5 candidates (the default 30% allows only 1)
+  const ExploreResult r = explore(p);
+  EXPECT_EQ(r.stop_reason, "criterion met");
+  EXPECT_EQ(r.bf16_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_GT(r.steps[1].psnr_db, r.steps[0].psnr_db);
+}
+
+TEST_F(ExploreTest, MaxIterationsStopsTheSearch) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.max_iterations = 1;
+  const ExploreResult r = explore(p);
+  EXPECT_EQ(r.stop_reason, "max iterations (1)");
+  EXPECT_EQ(r.steps.size(), 1u);
+  EXPECT_FALSE(r.final_verdict.pass);
+  EXPECT_EQ(r.bf16_layers.size(), 1u);  // the best so far is kept
+}
+
+TEST_F(ExploreTest, Bf16BudgetStopsTheSearch) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.bf16_budget = 0.01;  // floor(0.01 x 5 candidates) = 0, and at least one layer is allowed
+  const ExploreResult r = explore(p);
+  EXPECT_NE(r.stop_reason.find("BF16 budget"), std::string::npos) << r.stop_reason;
+  EXPECT_EQ(r.bf16_layers.size(), 1u);
 }
 
 TEST_F(ExploreTest, FullInt8PassingStopsBeforeAnySearch) {
