@@ -280,10 +280,7 @@ class Inserter {
       out.params = choose_weight_params(w, spec.format, axis, param_options);
       need_opset(kOpsetPerChannelQdq);
     } else {
-      const std::vector<float> values = w.to_floats();
-      const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-      out.params = values.empty() ? choose_params(spec.format, 0, 0, param_options)
-                                  : choose_params(spec.format, *lo, *hi, param_options);
+      out.params = choose_weight_params(w, spec.format, -1, param_options);  // per tensor
     }
     node.set_input(index, stored_codes(name, quantize_tensor(w, out.params, spec.format), spec.format, out.params));
     return out;
@@ -317,9 +314,7 @@ class Inserter {
       node.set_input(index, stored_low_precision(name, b, spec.format));
       return;
     }
-    const std::vector<float> values = b.to_floats();
-    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-    const QuantParams params = values.empty() ? choose_params(spec.format, 0, 0) : choose_params(spec.format, *lo, *hi);
+    const QuantParams params = choose_weight_params(b, spec.format, -1, {});  // per tensor
     node.set_input(index, stored_codes(name, quantize_tensor(b, params, spec.format), spec.format, params));
   }
 
