@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -6,9 +7,24 @@
 #include "common.h"
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
+#include "mixprec/model_io.h"
 #include "mixprec/metrics_report.h"
 
 namespace mixprec::cli {
+namespace {
+
+constexpr int kExitAborted = 137;  // what a shell reports for a killed process
+
+size_t abort_after_steps() {
+  const char* value = std::getenv("MIXPREC_ABORT_AFTER_STEPS");
+  if (value == nullptr || *value == '\0') return 0;
+  char* end = nullptr;
+  const unsigned long long k = std::strtoull(value, &end, 10);
+  if (*end != '\0') throw_bad_input("", std::string("MIXPREC_ABORT_AFTER_STEPS must be a step count, got '") + value + "'");
+  return static_cast<size_t>(k);
+}
+
+}  // namespace
 
 Command add_explore(CLI::App& app) {
   struct Flags {
@@ -19,6 +35,7 @@ Command add_explore(CLI::App& app) {
     Tolerance tolerance;
     double budget = 0.3;
     size_t max_iterations = 0;
+    bool resume = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -38,6 +55,8 @@ Command add_explore(CLI::App& app) {
   cmd->add_option("--max-iters", flags->max_iterations, "most promotions tried (0: min(50, compute layers))")
       ->capture_default_str();
   cmd->add_option("--ranking", flags->ranking, "dynamic-range or measured")->capture_default_str();
+  cmd->add_flag("--resume", flags->resume,
+                "continue a stopped run from the work dir's ledger (same settings); ends as an uninterrupted run would");
   flags->runtime.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " explore exits 3 when the best assignment found misses the criterion.");
   return {cmd, [flags] {
@@ -59,17 +78,22 @@ Command add_explore(CLI::App& app) {
             if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured)");
             params.ranking = *ranking;
             params.session = flags->runtime.resolve();
+            params.resume = flags->resume;
             params.progress = progress_bar("calibrating");
-            const ExploreResult r = explore(params, [](const ExploreStep& s) {
+            // MIXPREC_ABORT_AFTER_STEPS=k ends the process abruptly once step k is on disk, as a
+            // kill or power cut would: the crash test of --resume.
+            const size_t abort_after = abort_after_steps();
+            const ExploreResult r = explore(params, [abort_after](const ExploreStep& s) {
               std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  bf16 %3zu  %.2f s\n",
                           s.index, s.layer.c_str(), s.decision.c_str(), s.objective, s.psnr_db, 100 * s.pass_rate,
                           s.bf16_layers, s.seconds);
               std::fflush(stdout);
+              if (abort_after != 0 && s.index >= abort_after) std::_Exit(kExitAborted);
             });
             if (!flags->output.empty()) {
-              std::filesystem::copy_file(r.final_model_path, flags->output,
-                                         std::filesystem::copy_options::overwrite_existing);
+              write_file_atomically(flags->output, read_file(r.final_model_path, "final model"));
             }
+            if (r.resumed_steps) std::cout << "resumed     " << r.resumed_steps << " steps from the ledger\n";
             std::cout << "task        " << to_string(r.task.type) << "\n"
                       << "stopped     " << r.stop_reason << "\n"
                       << "bf16 layers " << r.bf16_layers.size() << " of " << r.compute_layers << " candidate layers\n";

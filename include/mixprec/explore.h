@@ -44,6 +44,11 @@ struct ExploreParams {
   double bf16_budget = 0.3;   // share of the candidate layers that may be lifted
   size_t max_iterations = 0;  // 0: min(50, compute layers)
   Ranking ranking = Ranking::kDynamicRange;
+  // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
+  // disk are reused, the ledger's steps are replayed without evaluation, and the search goes on
+  // from the first step not recorded, ending as an uninterrupted run would. The run's settings
+  // (run.json) must match; kBadInput otherwise, or when there is nothing to resume.
+  bool resume = false;
   SessionOptions session;
   ProgressFn progress;        // calibration progress
 };
@@ -72,14 +77,24 @@ struct ExploreResult {
   Verdict final_verdict;
   std::vector<ExploreStep> steps;
   size_t evaluations = 0;          // evaluation passes spent (baselines, ranking, steps)
+  size_t resumed_steps = 0;        // steps replayed from the ledger (resume)
   double calibration_seconds = 0;  // 0 when statistics were reused
   double seconds = 0;
   std::string final_model_path, final_config_path, ledger_path;
   std::vector<std::string> warnings;
 };
 
-// Called after each step (to print progress lines).
+// Called after each step is on disk (to print progress lines). Steps replayed by a resume are
+// not reported again.
 using StepCallback = std::function<void(const ExploreStep&)>;
+
+// The guardrails' decisions, as pure functions (higher objective is better).
+// A promotion is accepted when it improves the objective, skipped when it leaves it unchanged
+// and rolled back when it makes it worse.
+const char* promotion_decision(double best_objective, double trial_objective);
+// PSNR plateau: the last `window` accepted promotions gained less than `min_gain_db` together.
+// `gains_db` holds the PSNR gain of every accepted promotion, in order.
+bool psnr_plateau(const std::vector<double>& gains_db, size_t window = 3, double min_gain_db = 0.5);
 
 ExploreResult explore(const ExploreParams& params, const StepCallback& on_step = {});
 

@@ -50,4 +50,7 @@ std::string serialize_model(const onnx::ModelProto& model, const std::string& la
 // Writes `bytes` to `path` through a temporary file and a rename.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+// The whole file; kIo naming the file and `what` it was expected to be when it cannot be read.
+std::string read_file(const std::string& path, const std::string& what);
+
 }  // namespace mixprec

@@ -32,6 +32,7 @@
 #include "mixprec/calibration.h"
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
+#include "mixprec/model_io.h"
 
 namespace mixprec {
 namespace {
@@ -64,14 +65,6 @@ Json tensor_to_json(const TensorStats& stats) {
               {"nan_count", stats.nan_count},
               {"hist_range", stats.hist_range},
               {"hist", encode_histogram(stats.hist)}};
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io(path, "cannot open the statistics file");
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw_io(path, "read failed");
-  return text;
 }
 
 // Typed access to the parsed document; every failure names the file and the key path
@@ -209,7 +202,7 @@ void save_stats(const CalibrationStats& stats, const std::string& path) {
 CalibrationStats load_stats(const std::string& path) {
   Json doc;
   try {
-    doc = Json::parse(read_text(path));
+    doc = Json::parse(read_file(path, "statistics file"));
   } catch (const Json::parse_error& e) {
     throw_bad_input(path, std::string("not a JSON statistics file: ") + e.what());
   }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -148,6 +149,14 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     fs::remove(tmp);
     throw_io(path, "cannot rename temporary file into place: " + ec.message());
   }
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_io(path, "cannot open the " + what + ": " + std::strerror(errno));
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw_io(path, "read failed");
+  return text;
 }
 
 onnx::ModelProto load_model(const std::string& path, const LoadOptions& options) {

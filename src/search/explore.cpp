@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -45,7 +47,8 @@ struct RankingRow {
 constexpr RankingRow kRankings[] = {{Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}};
 
 struct Evaluation {
-  std::vector<OutputMetrics> metrics;
+  std::shared_ptr<const onnx::ModelProto> model;  // the evaluated graph (saved when it is the best)
+  std::vector<OutputMetrics> metrics;             // empty for a step replayed from the ledger
   Verdict verdict;
   double objective = 0;
   double psnr_db = 0;
@@ -63,6 +66,9 @@ class Explorer {
     result_.final_model_path = (fs::path(params_.work_dir) / "final.onnx").string();
     result_.final_config_path = (fs::path(params_.work_dir) / "final_config.json").string();
     result_.ledger_path = (fs::path(params_.work_dir) / "ledger.jsonl").string();
+    if (params_.resume && (!fs::exists(result_.ledger_path) || !fs::exists(run_settings_path()))) {
+      throw_bad_input(params_.work_dir, "nothing to resume: no ledger.jsonl and run.json here");
+    }
     prepare();
     search();
     write_summary();
@@ -157,10 +163,11 @@ class Explorer {
 
   Evaluation evaluate(const std::set<std::string>& lifted) {
     ++result_.evaluations;
-    const Session session = Session::from_model(build(config_for(lifted)), params_.model_path, params_.session);
+    Evaluation e;
+    e.model = std::make_shared<const onnx::ModelProto>(build(config_for(lifted)));
+    const Session session = Session::from_model(*e.model, params_.model_path, params_.session);
     ModelComparer comparer(params_.tolerance);
     for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));
-    Evaluation e;
     e.metrics = comparer.results();
     e.verdict = judge(result_.task.type, e.metrics, params_.target);
     e.psnr_db = kMaxDb;
@@ -193,6 +200,29 @@ class Explorer {
     return lower_is_better ? -worst : worst;
   }
 
+  std::string sensitivity_path() const { return (fs::path(params_.work_dir) / "sensitivity.json").string(); }
+
+  // The ranking a resumed run continues with: the one on disk, checked against the candidates.
+  std::vector<std::string> load_ranking() const {
+    const std::string path = sensitivity_path();
+    std::vector<std::string> order;
+    try {
+      const Json j = Json::parse(read_file(path, "sensitivity ranking"));
+      if (j.at("ranking").get<std::string>() != to_string(params_.ranking)) {
+        throw_bad_input(path, "made with ranking '" + j.at("ranking").get<std::string>() + "', not '" +
+                                  to_string(params_.ranking) + "'");
+      }
+      for (const auto& row : j.at("layers")) order.push_back(row.at("layer").get<std::string>());
+    } catch (const Json::exception& e) {
+      throw_bad_input(path, std::string("not a sensitivity ranking: ") + e.what());
+    }
+    std::vector<std::string> sorted = order, expected = candidates_;
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(expected.begin(), expected.end());
+    if (sorted != expected) throw_bad_input(path, "ranks other layers than this model's candidates");
+    return order;
+  }
+
   std::vector<std::string> rank(const Evaluation& int8) {
     std::map<std::string, double> score;
     if (params_.ranking == Ranking::kDynamicRange) {
@@ -213,7 +243,7 @@ class Explorer {
     std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return score[a] > score[b]; });
     Json j = Json::array();
     for (const auto& name : order) j.push_back({{"layer", name}, {"score", score[name]}});
-    write_file_atomically((fs::path(params_.work_dir) / "sensitivity.json").string(),
+    write_file_atomically(sensitivity_path(),
                           Json{{"ranking", to_string(params_.ranking)},
                                {"score", params_.ranking == Ranking::kDynamicRange ? "max |activation| of the inputs"
                                                                                     : "objective gain when lifted alone"},
@@ -222,13 +252,13 @@ class Explorer {
     return order;
   }
 
-  void save_best(const std::set<std::string>& lifted) {
-    const QuantConfig config = config_for(lifted);
-    save_model(build(config), result_.final_model_path);
-    save_config(config, result_.final_config_path);
+  void save_best(const std::set<std::string>& lifted, const Evaluation& e) {
+    save_model(*e.model, result_.final_model_path);
+    save_config(config_for(lifted), result_.final_config_path);
     result_.bf16_layers.assign(lifted.begin(), lifted.end());
   }
 
+  // Appends the step to the ledger (flushed) and the result, then reports it.
   void record(const ExploreStep& step, const Evaluation& e) {
     Json line = {{"step", step.index},       {"layer", step.layer},         {"decision", step.decision},
                  {"objective", step.objective}, {"psnr_db", step.psnr_db},  {"pass_rate", step.pass_rate},
@@ -239,17 +269,96 @@ class Explorer {
     line["outputs"] = outputs;
     ledger_ << line.dump() << '\n';
     ledger_.flush();
+    if (!ledger_) throw_io(result_.ledger_path, "cannot append to the ledger (disk full?)");
     result_.steps.push_back(step);
     if (on_step_) on_step_(step);
   }
 
+  std::string run_settings_path() const { return (fs::path(params_.work_dir) / "run.json").string(); }
+
+  // What a resumed run must share with the run it continues: the same model, starting point,
+  // ranking, criterion, limits and evaluation samples give the same remaining steps.
+  Json settings() const {
+    const DataSpec& data = params_.evaluation;
+    return {{"model_fingerprint", model_fingerprint(prepared_)},
+            {"base_preset", params_.base_preset},
+            {"ranking", to_string(params_.ranking)},
+            {"target", params_.target ? params_.target->text : ""},
+            {"atol", params_.tolerance.atol},
+            {"rtol", params_.tolerance.rtol},
+            {"bf16_budget", params_.bf16_budget},
+            {"max_iterations", params_.max_iterations},
+            {"evaluation", {{"files", data.data.files},
+                            {"random_samples", data.data.random_samples},
+                            {"seed", data.data.seed},
+                            {"preprocess", data.preprocess},
+                            {"image_size", {data.image_height, data.image_width}}}}};
+  }
+
+  // The ledger's complete lines (a line cut by a crash is dropped), checked against run.json.
+  std::vector<ExploreStep> read_ledger_for_resume(const Json& current, std::string& complete_lines) {
+    const std::string run_path = run_settings_path();
+    Json previous;
+    try {
+      previous = Json::parse(read_file(run_path, "run settings"));
+    } catch (const Json::exception& e) {
+      throw_bad_input(run_path, std::string("not valid JSON: ") + e.what());
+    }
+    for (const auto& [key, value] : current.items()) {
+      if (!previous.contains(key) || previous[key] != value) {
+        throw_bad_input(run_path, "the run to resume used another " + key + " (" +
+                                      (previous.contains(key) ? previous[key].dump() : "none") + " vs " + value.dump() +
+                                      "): resume with the same settings or use a fresh --work-dir");
+      }
+    }
+    std::vector<ExploreStep> steps;
+    std::istringstream lines(read_file(result_.ledger_path, "ledger"));
+    std::string text;
+    size_t line_number = 0;
+    while (std::getline(lines, text)) {
+      ++line_number;
+      try {
+        const Json j = Json::parse(text);
+        ExploreStep step;
+        step.index = j.at("step").get<size_t>();
+        step.layer = j.at("layer").get<std::string>();
+        step.decision = j.at("decision").get<std::string>();
+        step.objective = j.at("objective").get<double>();
+        step.psnr_db = j.at("psnr_db").get<double>();
+        step.pass_rate = j.at("pass_rate").get<double>();
+        step.meets_criterion = j.at("meets_criterion").get<bool>();
+        step.bf16_layers = j.at("bf16_layers").get<size_t>();
+        step.seconds = j.at("seconds").get<double>();
+        if (step.index != steps.size() + 1) throw_bad_input(result_.ledger_path, "line " + std::to_string(line_number) + ": step " + std::to_string(step.index) + " out of order");
+        steps.push_back(std::move(step));
+        complete_lines += text + '\n';
+      } catch (const Json::exception& e) {
+        if (lines.peek() != std::char_traits<char>::eof()) {
+          throw_bad_input(result_.ledger_path, "line " + std::to_string(line_number) + ": " + e.what());
+        }
+        log_warning(result_.ledger_path + ": dropped the incomplete last line (the run stopped while writing it)");
+      }
+    }
+    return steps;
+  }
+
   void search() {
-    ledger_.open(result_.ledger_path, std::ios::trunc);
+    const Json current_settings = settings();
+    std::vector<ExploreStep> replay;
+    std::string ledger_text;  // a resumed ledger keeps its complete lines and is appended to
+    if (params_.resume) {
+      replay = read_ledger_for_resume(current_settings, ledger_text);
+    } else {
+      write_file_atomically(run_settings_path(), current_settings.dump(2));
+    }
+    write_file_atomically(result_.ledger_path, ledger_text);
+    ledger_.open(result_.ledger_path, std::ios::app);
     if (!ledger_) throw_io(result_.ledger_path, "cannot write the ledger");
+
     const Evaluation int8 = evaluate({});
     result_.int8_metrics = int8.metrics;
-    save_best({});
     Evaluation best = int8;
+    if (replay.empty()) save_best({}, best);
     if (int8.verdict.pass) {
       result_.stop_reason = result_.task.type == TaskType::kClassification && !params_.target
                                 ? "pre-exploration gate: top-1 already agrees with full INT8"
@@ -265,7 +374,8 @@ class Explorer {
       finish(best);
       return;
     }
-    result_.ranking = rank(int8);
+    result_.ranking = params_.resume && fs::exists(sensitivity_path()) ? load_ranking() : rank(int8);
+    if (replay.size() > result_.ranking.size()) throw_bad_input(result_.ledger_path, "more steps than ranked layers");
     const size_t max_iterations =
         params_.max_iterations ? params_.max_iterations : std::min(kMaxIterationsCap, candidates_.size());
     const auto budget = std::max<size_t>(
@@ -273,7 +383,8 @@ class Explorer {
     std::set<std::string> lifted;
     std::vector<double> gains;  // PSNR gain of each accepted promotion
     result_.stop_reason = "every ranked layer was tried";
-    for (const auto& layer : result_.ranking) {
+    for (size_t i = 0; i < result_.ranking.size(); ++i) {
+      const std::string& layer = result_.ranking[i];
       if (result_.steps.size() >= max_iterations) {
         result_.stop_reason = "max iterations (" + std::to_string(max_iterations) + ")";
         break;
@@ -283,41 +394,66 @@ class Explorer {
                               std::to_string(candidates_.size()) + " candidate layers";
         break;
       }
-      const auto t0 = Clock::now();
       std::set<std::string> trial = lifted;
       trial.insert(layer);
-      const Evaluation e = evaluate(trial);
+      const bool replaying = i < replay.size();
+      const auto t0 = Clock::now();
       ExploreStep step;
-      step.index = result_.steps.size() + 1;
-      step.layer = layer;
-      if (e.objective > best.objective) {
-        step.decision = "accepted";
+      Evaluation e;
+      if (replaying) {
+        step = replay[i];
+        if (step.layer != layer) {
+          throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " promoted '" + step.layer +
+                                                   "' where the ranking has '" + layer + "'");
+        }
+        e.objective = step.objective;
+        e.psnr_db = step.psnr_db;
+        e.pass_rate = step.pass_rate;
+        e.verdict.pass = step.meets_criterion;
+      } else {
+        e = evaluate(trial);
+        step.index = result_.steps.size() + 1;
+        step.layer = layer;
+        step.objective = e.objective;
+        step.psnr_db = e.psnr_db;
+        step.pass_rate = e.pass_rate;
+        step.meets_criterion = e.verdict.pass;
+      }
+      const std::string decision = promotion_decision(best.objective, e.objective);
+      if (replaying && decision != step.decision) {
+        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" + step.decision +
+                                                 "' where its numbers say '" + decision + "'");
+      }
+      step.decision = decision;
+      if (decision == std::string("accepted")) {
         gains.push_back(e.psnr_db - best.psnr_db);
         lifted = trial;
         best = e;
-        save_best(lifted);
-      } else {
-        step.decision = e.objective < best.objective ? "rolled back" : "skipped";
+        if (!replaying) save_best(lifted, best);
       }
-      step.objective = e.objective;
-      step.psnr_db = e.psnr_db;
-      step.pass_rate = e.pass_rate;
-      step.meets_criterion = e.verdict.pass;
       step.bf16_layers = lifted.size();
-      step.seconds = seconds_since(t0);
-      record(step, e);
+      if (replaying) {
+        ++result_.resumed_steps;
+        result_.steps.push_back(step);  // its ledger line is already on disk
+      } else {
+        step.seconds = seconds_since(t0);
+        record(step, e);
+      }
+      if (replaying && i + 1 == replay.size() && best.metrics.empty()) {
+        // The ledger holds the numbers of the best so far, not its model: rebuild it once.
+        best = evaluate(lifted);
+        save_best(lifted, best);
+      }
       if (best.verdict.pass) {
         result_.stop_reason = "criterion met";
         break;
       }
-      if (step.decision == "accepted" && gains.size() >= kPlateauWindow) {
+      if (decision == std::string("accepted") && psnr_plateau(gains, kPlateauWindow, kPlateauDb)) {
         double recent = 0;
-        for (size_t i = gains.size() - kPlateauWindow; i < gains.size(); ++i) recent += gains[i];
-        if (recent < kPlateauDb) {
-          result_.stop_reason = "PSNR plateau (+" + std::to_string(recent) + " dB over the last " +
-                                std::to_string(kPlateauWindow) + " promotions)";
-          break;
-        }
+        for (size_t k = gains.size() - kPlateauWindow; k < gains.size(); ++k) recent += gains[k];
+        result_.stop_reason = "PSNR plateau (+" + std::to_string(recent) + " dB over the last " +
+                              std::to_string(kPlateauWindow) + " promotions)";
+        break;
       }
     }
     finish(best);
@@ -377,6 +513,18 @@ std::optional<Ranking> ranking_from_name(const std::string& name) {
     if (name == row.name) return row.ranking;
   }
   return std::nullopt;
+}
+
+const char* promotion_decision(double best_objective, double trial_objective) {
+  if (trial_objective > best_objective) return "accepted";
+  return trial_objective < best_objective ? "rolled back" : "skipped";
+}
+
+bool psnr_plateau(const std::vector<double>& gains_db, size_t window, double min_gain_db) {
+  if (window == 0 || gains_db.size() < window) return false;
+  double recent = 0;
+  for (size_t i = gains_db.size() - window; i < gains_db.size(); ++i) recent += gains_db[i];
+  return recent < min_gain_db;
 }
 
 ExploreResult explore(const ExploreParams& params, const StepCallback& on_step) {
