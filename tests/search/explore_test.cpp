@@ -1,7 +1,4 @@
-// Exploration on a model built so that exactly one layer is sensitive: "mix" reads a tensor
-// whose channel 0 is ~1000 while the channels that matter are within [-1, 1], so its per-tensor
-// power-of-two int8 scale (2^ceil(log2(1001/127)) = 8) rounds them all to zero. Lifting "mix"
-// alone to BF16 restores the output.
+// Exploration on models built so that the sensitive layers are known (support/explore_models.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,99 +9,18 @@
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
 #include "mixprec/model_io.h"
-#include "support/model_builder.h"
+#include "support/explore_models.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
-using testing::ModelBuilder;
+using testing::dead_layer_first_model;
+using testing::one_sensitive_layer_model;
+using testing::rotation_chain_model;
+using testing::two_sensitive_layers_model;
 
-// x [1,4] → Add "spread" (+1000 on channel 0; the constant is exact at scale 8) → MatMul
-// "mix" (ignores channel 0) → MatMul "head" → y [1,4]
-onnx::ModelProto one_sensitive_layer_model() {
-  const std::vector<float> spread = {1000, 0, 0, 0};
-  const std::vector<float> mix = {0, 0, 0, 0, 1, 2, 0, 1, 2, 1, 1, 0, 0, 1, 2, 1};
-  const std::vector<float> head = {1, 0.5f, 0, 0, 0, 1, 0.5f, 0, 0, 0, 1, 0.5f, 0.5f, 0, 0, 1};
-  return ModelBuilder()
-      .add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_initializer("c_spread", {4}, spread)
-      .add_initializer("w_mix", {4, 4}, mix)
-      .add_initializer("w_head", {4, 4}, head)
-      .add_node("Add", {"x", "c_spread"}, {"wide"}, {}, "spread")
-      .add_node("MatMul", {"wide", "w_mix"}, {"mixed"}, {}, "mix")
-      .add_node("MatMul", {"mixed", "w_head"}, {"y"}, {}, "head")
-      .build();
-}
-
-// Two branches like the model above, summed: each "mix_k" alone is worth lifting, and the
-// target needs both, so a search takes two accepted steps.
-onnx::ModelProto two_sensitive_layers_model() {
-  const std::vector<float> spread = {1000, 0, 0, 0};
-  const std::vector<float> mix = {0, 0, 0, 0, 1, 2, 0, 1, 2, 1, 1, 0, 0, 1, 2, 1};
-  ModelBuilder b;
-  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_initializer("c_spread", {4}, spread)
-      .add_initializer("w_mix", {4, 4}, mix);
-  for (const char* k : {"1", "2"}) {
-    const std::string s = k;
-    b.add_node("Add", {"x", "c_spread"}, {"wide_" + s}, {}, "spread_" + s)
-        .add_node("MatMul", {"wide_" + s, "w_mix"}, {"mixed_" + s}, {}, "mix_" + s);
-  }
-  b.add_node("Add", {"mixed_1", "mixed_2"}, {"y"}, {}, "sum");
-  return b.build();
-}
-
-// "echo" reads the huge-range tensor too, so the dynamic-range ranking puts it first; its output
-// only reaches y through zero weights, so lifting it cannot change y: the search must skip it.
-onnx::ModelProto dead_layer_first_model() {
-  const std::vector<float> spread = {1000, 0, 0, 0};
-  const std::vector<float> mix = {0, 0, 0, 0, 1, 2, 0, 1, 2, 1, 1, 0, 0, 1, 2, 1};
-  const std::vector<float> zero(16, 0.0f);
-  return ModelBuilder()
-      .add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_initializer("c_spread", {4}, spread)
-      .add_initializer("w_mix", {4, 4}, mix)
-      .add_initializer("w_zero", {4, 4}, zero)
-      .add_node("Add", {"x", "c_spread"}, {"wide"}, {}, "spread")
-      .add_node("MatMul", {"wide", "w_mix"}, {"echoed"}, {}, "echo")
-      .add_node("MatMul", {"echoed", "w_zero"}, {"silenced"}, {}, "silence")
-      .add_node("MatMul", {"wide", "w_mix"}, {"mixed"}, {}, "mix")
-      .add_node("Add", {"mixed", "silenced"}, {"y"}, {}, "join")
-      .build();
-}
-
-// A chain of `stages` MatMuls by the same 4x4 orthonormal DCT-II matrix: every stage adds
-// quantization noise of about the same power, so lifting any one stage gains little (about
-// 10*log10(60/59) = 0.07 dB for 60 stages) and noise from different stages sometimes cancels,
-// so a lift can also make the output worse.
-onnx::ModelProto rotation_chain_model(int stages) {
-  const std::vector<float> dct = {0.5f,       0.5f,       0.5f,      0.5f,       0.653281f, 0.270598f,
-                                  -0.270598f, -0.653281f, 0.5f,      -0.5f,      -0.5f,     0.5f,
-                                  0.270598f,  -0.653281f, 0.653281f, -0.270598f};
-  ModelBuilder b;
-  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
-      .add_initializer("dct", {4, 4}, dct);
-  std::string previous = "x";
-  for (int i = 1; i <= stages; ++i) {
-    const std::string index = std::to_string(i);
-    const std::string out = i == stages ? std::string("y") : std::string("t").append(index);
-    b.add_node("MatMul", {previous, "dct"}, {out}, {}, std::string("rotate_").append(index));
-    previous = out;
-  }
-  return b.build();
-}
-
-std::string file_bytes(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string file(const std::string& path) { return read_file(path, "file"); }
 
 // The ledger's lines without their timings (the only field allowed to differ between runs).
 std::vector<std::string> ledger_without_timings(const std::string& file) {
@@ -171,7 +87,7 @@ TEST_F(ExploreTest, WorkDirHoldsLedgerAndAReproducibleConfig) {
   q.stats_path = path("work/stats.json");
   const QuantizeReport report = quantize_job(q);
   EXPECT_TRUE(report.stats_reused);
-  EXPECT_TRUE(file_bytes(q.output_path) == file_bytes(r.final_model_path));
+  EXPECT_TRUE(file(q.output_path) == file(r.final_model_path));
 }
 
 TEST_F(ExploreTest, SameInputsGiveTheSameLedger) {
@@ -329,8 +245,8 @@ TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
   EXPECT_EQ(resumed.stop_reason, whole.stop_reason);
   EXPECT_EQ(resumed.bf16_layers, whole.bf16_layers);
   EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
-  EXPECT_TRUE(file_bytes(path("stopped/final.onnx")) == file_bytes(path("whole/final.onnx")));
-  EXPECT_EQ(file_bytes(path("stopped/final_config.json")), file_bytes(path("whole/final_config.json")));
+  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+  EXPECT_EQ(file(path("stopped/final_config.json")), file(path("whole/final_config.json")));
   // The measured ranking was read back, not measured again: 2 baselines, the best so far
   // rebuilt once from the ledger, 1 new step.
   EXPECT_EQ(resumed.evaluations, 4u);
@@ -339,7 +255,7 @@ TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
   const ExploreResult again = explore(p);
   EXPECT_EQ(again.resumed_steps, 2u);
   EXPECT_EQ(again.bf16_layers, whole.bf16_layers);
-  EXPECT_TRUE(file_bytes(path("stopped/final.onnx")) == file_bytes(path("whole/final.onnx")));
+  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
 }
 
 TEST_F(ExploreTest, ResumeRefusesOtherSettingsAndEmptyWorkDirs) {
@@ -372,7 +288,7 @@ TEST_F(ExploreTest, ResumeDropsALineCutByACrash) {
   ASSERT_EQ(whole.steps.size(), 2u);
   const auto lines = ledger_without_timings(whole.ledger_path);
   // Keep step 1 and half of step 2's line, as a crash while writing would.
-  std::string text = file_bytes(whole.ledger_path);
+  std::string text = file(whole.ledger_path);
   text = text.substr(0, text.find('\n') + 1 + 20);
   std::ofstream(whole.ledger_path, std::ios::trunc) << text;
   p.resume = true;

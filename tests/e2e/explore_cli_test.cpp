@@ -1,0 +1,83 @@
+// `mixprec explore` as a user runs it: killed after a step (MIXPREC_ABORT_AFTER_STEPS ends the
+// process abruptly, as a kill would), then `--resume`d, it ends with the same ledger, model and
+// config as a run that was never interrupted.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "mixprec/model_io.h"
+#include "mixprec/npy.h"
+#include "mixprec/random_data.h"
+#include "support/cli_runner.h"
+#include "support/explore_models.h"
+#include "support/temp_dir.h"
+
+namespace mixprec {
+namespace {
+
+// The ledger's lines without their timings, the only field allowed to differ between runs.
+std::vector<std::string> ledger_without_timings(const std::string& file) {
+  std::vector<std::string> lines;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto at = line.find("\"seconds\":");
+    lines.push_back(at == std::string::npos ? line : line.substr(0, at) + line.substr(line.find(',', at)));
+  }
+  return lines;
+}
+
+class ExploreCliTest : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    save_model(testing::two_sensitive_layers_model(), path("model.onnx"));
+    for (int i = 0; i < 8; ++i) {
+      write_npy(path("calib_" + std::to_string(i) + ".npy"), random_tensor(DType::kFloat32, {1, 4}, 100 + i));
+    }
+  }
+
+  CliResult explore(const std::string& work_dir, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"explore",       path("model.onnx"), "--work-dir", path(work_dir),
+                                     "--random",      "32",               "--seed",     "2",
+                                     "--target-accuracy", "psnr>30",      "--bf16-budget", "0.4",
+                                     "--calibration-data"};
+    for (int i = 0; i < 8; ++i) args.push_back(path("calib_" + std::to_string(i) + ".npy"));
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  }
+};
+
+TEST_F(ExploreCliTest, KilledAfterAStepAndResumedEndsLikeAnUninterruptedRun) {
+  const CliResult whole = explore("whole");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  ASSERT_EQ(ledger_without_timings(path("whole/ledger.jsonl")).size(), 2u) << whole.out;
+
+  ::setenv("MIXPREC_ABORT_AFTER_STEPS", "1", 1);
+  const CliResult killed = explore("stopped");
+  ::unsetenv("MIXPREC_ABORT_AFTER_STEPS");
+  EXPECT_EQ(killed.exit_code, 137) << killed.err;
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")).size(), 1u);
+
+  const CliResult resumed = explore("stopped", {"--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed     1 steps from the ledger"), std::string::npos) << resumed.out;
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
+  EXPECT_TRUE(read_file(path("stopped/final.onnx"), "model") == read_file(path("whole/final.onnx"), "model"));
+  EXPECT_EQ(read_file(path("stopped/final_config.json"), "config"), read_file(path("whole/final_config.json"), "config"));
+}
+
+TEST_F(ExploreCliTest, ResumeWithOtherSettingsIsRefusedWithTheReason) {
+  ASSERT_EQ(explore("work").exit_code, 0);
+  const CliResult r = explore("work", {"--resume", "--max-iters", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("run.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("max_iterations"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mixprec
