@@ -16,6 +16,7 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/rewrite.h"
+#include "search/workbench.h"
 
 namespace mixprec {
 namespace {
@@ -46,9 +47,10 @@ struct RankingRow {
 };
 constexpr RankingRow kRankings[] = {{Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}};
 
-struct Evaluation {
-  std::shared_ptr<const onnx::ModelProto> model;  // the evaluated graph (saved when it is the best)
-  std::vector<OutputMetrics> metrics;             // empty for a step replayed from the ledger
+// An evaluation with the search's objective; a step replayed from the ledger has numbers only.
+struct Score {
+  std::shared_ptr<const onnx::ModelProto> model;
+  std::vector<OutputMetrics> metrics;
   Verdict verdict;
   double objective = 0;
   double psnr_db = 0;
@@ -71,6 +73,7 @@ class Explorer {
     }
     prepare();
     search();
+    result_.evaluations = bench_->evaluations();
     write_summary();
     result_.seconds = seconds_since(start_);
     result_.warnings = warnings.warnings();
@@ -80,61 +83,29 @@ class Explorer {
  private:
   void prepare() {
     const std::string& label = params_.model_path;
-    const onnx::ModelProto model = load_model(label);
-    result_.task = analyze_model(model, label).task;
     auto base = preset_config(params_.base_preset);
     if (!base) throw_bad_input("", "unknown base preset '" + params_.base_preset + "'");
     base_ = *base;
     lifted_config_ = preset_config("BF16")->global;
-    prepared_ = prepare_model(model, {.fold_batchnorm = base_.extra.convert_bn_to_conv}, label);
-
+    bench_ = std::make_unique<Workbench>(WorkbenchOptions{
+        .model_path = label,
+        .stats_path = (fs::path(params_.work_dir) / "stats.json").string(),
+        .calibration = params_.calibration,
+        .evaluation = params_.evaluation,
+        .calibration_samples = static_cast<size_t>(base_.extra.num_calib_samples),
+        .fold_batchnorm = base_.extra.convert_bn_to_conv,
+        .tolerance = params_.tolerance,
+        .target = params_.target,
+        .session = params_.session,
+        .progress = params_.progress});
+    result_.task = bench_->task();
+    result_.calibration_seconds = bench_->calibration_seconds();
     // Every layer the base preset puts in integer formats is a candidate: compute layers and
     // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
     // (hard-swish and squeeze-excite blocks are Mul/Add chains).
-    for (const auto& a : assign_layers(base_, prepared_, label)) {
-      const bool integer = !a.excluded && a.config.input_tensors && format_traits(a.config.input_tensors->format).is_integer;
-      if (integer) candidates_.push_back(a.node_name);
-    }
+    candidates_ = bench_->integer_layers(base_);
     result_.compute_layers = candidates_.size();
     if (candidates_.empty()) throw_unsupported(label, "no compute layer to quantize with " + params_.base_preset);
-
-    load_or_calibrate(label);
-    cache_reference(label);
-  }
-
-  void load_or_calibrate(const std::string& label) {
-    const std::string path = (fs::path(params_.work_dir) / "stats.json").string();
-    const std::string fingerprint = model_fingerprint(prepared_);
-    if (fs::exists(path)) {
-      stats_ = load_stats(path);
-      if (stats_.model_fingerprint != fingerprint) {
-        throw_bad_input(path, "statistics of another model: use a fresh --work-dir");
-      }
-    } else {
-      const Session probe = Session::from_model(prepared_, label, params_.session);
-      const auto source = open_samples(params_.calibration, probe.inputs(), label);
-      const auto t0 = Clock::now();
-      stats_ = calibrate_model(prepared_, label, *source,
-                               {.session = params_.session,
-                                .max_samples = static_cast<size_t>(base_.extra.num_calib_samples),
-                                .progress = params_.progress});
-      result_.calibration_seconds = seconds_since(t0);
-      save_stats(stats_, path);
-    }
-    std::map<std::string, int64_t> ranks = infer_tensor_ranks(prepared_, label);
-    for (const auto& [name, rank] : stats_.ranks) ranks[name] = rank;
-    ranks_ = std::move(ranks);
-  }
-
-  // The FP32 reference runs once; every step compares against these outputs.
-  void cache_reference(const std::string& label) {
-    const Session reference = Session::from_file(label, params_.session);
-    const auto source = open_samples(params_.evaluation, reference.inputs(), label);
-    if (source->size() == 0) throw_bad_input(label, "no evaluation samples");
-    for (size_t i = 0; i < source->size(); ++i) {
-      inputs_.push_back(source->sample(i));
-      references_.push_back(reference.run(inputs_.back()));
-    }
   }
 
   QuantConfig config_for(const std::set<std::string>& lifted) const {
@@ -148,36 +119,16 @@ class Explorer {
     return config;
   }
 
-  onnx::ModelProto build(const QuantConfig& config) const {
-    const auto assignment = assign_layers(config, prepared_, params_.model_path);
-    QuantizeOptions options;
-    options.calib_method = config.extra.calib_method;
-    options.activation_symmetric = config.extra.activation_symmetric;
-    options.int32_bias = config.extra.int32_bias;
-    const RankLookup rank_of = [this](const std::string& name) -> std::optional<int64_t> {
-      auto it = ranks_.find(name);
-      return it == ranks_.end() ? std::nullopt : std::optional<int64_t>(it->second);
-    };
-    return quantize_model(prepared_, assignment, stats_, options, params_.model_path, rank_of);
-  }
-
-  Evaluation evaluate(const std::set<std::string>& lifted) {
-    ++result_.evaluations;
-    Evaluation e;
-    e.model = std::make_shared<const onnx::ModelProto>(build(config_for(lifted)));
-    const Session session = Session::from_model(*e.model, params_.model_path, params_.session);
-    ModelComparer comparer(params_.tolerance);
-    for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));
-    e.metrics = comparer.results();
-    e.verdict = judge(result_.task.type, e.metrics, params_.target);
-    e.psnr_db = kMaxDb;
-    e.pass_rate = 1;
-    for (const auto& m : e.metrics) {
-      e.psnr_db = std::min(e.psnr_db, m.psnr_db);
-      e.pass_rate = std::min(e.pass_rate, m.pass_rate);
-    }
-    e.objective = objective(e.metrics);
-    return e;
+  Score evaluate(const std::set<std::string>& lifted) {
+    Evaluation e = bench_->evaluate(config_for(lifted));
+    Score score;
+    score.model = std::move(e.model);
+    score.metrics = std::move(e.metrics);
+    score.verdict = std::move(e.verdict);
+    score.psnr_db = e.psnr_db;
+    score.pass_rate = e.pass_rate;
+    score.objective = objective(score.metrics);
+    return score;
   }
 
   // Higher is better: the target's metric on the worst output, else the task's own measure.
@@ -223,16 +174,16 @@ class Explorer {
     return order;
   }
 
-  std::vector<std::string> rank(const Evaluation& int8) {
+  std::vector<std::string> rank(const Score& int8) {
     std::map<std::string, double> score;
     if (params_.ranking == Ranking::kDynamicRange) {
       std::map<std::string, const onnx::NodeProto*> nodes;
-      for (const auto& node : prepared_.graph().node()) nodes[node.name()] = &node;
+      for (const auto& node : bench_->prepared().graph().node()) nodes[node.name()] = &node;
       for (const auto& name : candidates_) {
         double range = 0;
         for (const auto& input : nodes.at(name)->input()) {
-          auto it = stats_.tensors.find(input);
-          if (it != stats_.tensors.end()) range = std::max({range, std::fabs(double(it->second.min)), std::fabs(double(it->second.max))});
+          auto it = bench_->stats().tensors.find(input);
+          if (it != bench_->stats().tensors.end()) range = std::max({range, std::fabs(double(it->second.min)), std::fabs(double(it->second.max))});
         }
         score[name] = range;
       }
@@ -252,14 +203,14 @@ class Explorer {
     return order;
   }
 
-  void save_best(const std::set<std::string>& lifted, const Evaluation& e) {
+  void save_best(const std::set<std::string>& lifted, const Score& e) {
     save_model(*e.model, result_.final_model_path);
     save_config(config_for(lifted), result_.final_config_path);
     result_.bf16_layers.assign(lifted.begin(), lifted.end());
   }
 
   // Appends the step to the ledger (flushed) and the result, then reports it.
-  void record(const ExploreStep& step, const Evaluation& e) {
+  void record(const ExploreStep& step, const Score& e) {
     Json line = {{"step", step.index},       {"layer", step.layer},         {"decision", step.decision},
                  {"objective", step.objective}, {"psnr_db", step.psnr_db},  {"pass_rate", step.pass_rate},
                  {"meets_criterion", step.meets_criterion}, {"bf16_layers", step.bf16_layers},
@@ -280,7 +231,7 @@ class Explorer {
   // ranking, criterion, limits and evaluation samples give the same remaining steps.
   Json settings() const {
     const DataSpec& data = params_.evaluation;
-    return {{"model_fingerprint", model_fingerprint(prepared_)},
+    return {{"model_fingerprint", model_fingerprint(bench_->prepared())},
             {"base_preset", params_.base_preset},
             {"ranking", to_string(params_.ranking)},
             {"target", params_.target ? params_.target->text : ""},
@@ -355,9 +306,9 @@ class Explorer {
     ledger_.open(result_.ledger_path, std::ios::app);
     if (!ledger_) throw_io(result_.ledger_path, "cannot write the ledger");
 
-    const Evaluation int8 = evaluate({});
+    const Score int8 = evaluate({});
     result_.int8_metrics = int8.metrics;
-    Evaluation best = int8;
+    Score best = int8;
     if (replay.empty()) save_best({}, best);
     if (int8.verdict.pass) {
       result_.stop_reason = result_.task.type == TaskType::kClassification && !params_.target
@@ -366,7 +317,7 @@ class Explorer {
       finish(best);
       return;
     }
-    const Evaluation bf16 = evaluate(std::set<std::string>(candidates_.begin(), candidates_.end()));
+    const Score bf16 = evaluate(std::set<std::string>(candidates_.begin(), candidates_.end()));
     result_.bf16_metrics = bf16.metrics;
     if (!bf16.verdict.pass) {
       result_.stop_reason = "full BF16 misses the criterion too (" + bf16.verdict.reason +
@@ -399,7 +350,7 @@ class Explorer {
       const bool replaying = i < replay.size();
       const auto t0 = Clock::now();
       ExploreStep step;
-      Evaluation e;
+      Score e;
       if (replaying) {
         step = replay[i];
         if (step.layer != layer) {
@@ -459,7 +410,7 @@ class Explorer {
     finish(best);
   }
 
-  void finish(const Evaluation& best) {
+  void finish(const Score& best) {
     result_.final_metrics = best.metrics;
     result_.final_verdict = best.verdict;
   }
@@ -490,12 +441,8 @@ class Explorer {
   ExploreResult result_;
   QuantConfig base_;
   LayerConfig lifted_config_;
-  onnx::ModelProto prepared_;
+  std::unique_ptr<Workbench> bench_;
   std::vector<std::string> candidates_;
-  CalibrationStats stats_;
-  std::map<std::string, int64_t> ranks_;
-  std::vector<NamedTensors> inputs_;
-  std::vector<NamedTensors> references_;
   std::ofstream ledger_;
 };
 

@@ -1,0 +1,284 @@
+// MAC estimation from shapes: fix the graph inputs' dims, run ONNX shape inference on a copy,
+// then apply one formula per op (the table below) to the known shapes.
+#include "mixprec/macs.h"
+
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "ir/graph_view.h"
+#include "mixprec/analysis.h"
+#include "mixprec/error.h"
+
+namespace mixprec {
+namespace {
+
+enum class MacFormula {
+  kConv,           // output elements x prod(W dims[1:])
+  kConvTranspose,  // input elements x prod(W dims[1:])
+  kMatMul,         // output elements x K
+  kGemm,           // M x N x K
+};
+
+struct MacRule {
+  std::string_view domain;  // "" = default domain
+  std::string_view op_type;
+  MacFormula formula;
+  int activation_input;  // X / A
+  int weight_input;      // W / B
+};
+
+// The quantized kernels have the float kernels' shapes, with their operands at other indices.
+constexpr MacRule kMacRules[] = {
+    {"", "Conv", MacFormula::kConv, 0, 1},
+    {"", "ConvInteger", MacFormula::kConv, 0, 1},
+    {"", "QLinearConv", MacFormula::kConv, 0, 3},
+    {"com.microsoft", "FusedConv", MacFormula::kConv, 0, 1},
+    {"", "ConvTranspose", MacFormula::kConvTranspose, 0, 1},
+    {"", "MatMul", MacFormula::kMatMul, 0, 1},
+    {"", "MatMulInteger", MacFormula::kMatMul, 0, 1},
+    {"", "QLinearMatMul", MacFormula::kMatMul, 0, 3},
+    {"", "Gemm", MacFormula::kGemm, 0, 1},
+    {"com.microsoft", "FusedGemm", MacFormula::kGemm, 0, 1},
+    {"com.microsoft", "QGemm", MacFormula::kGemm, 0, 3},
+};
+
+// How many fallback nodes a note names before it says "...".
+constexpr size_t kNoteMaxNodes = 5;
+
+std::string_view normalized_domain(std::string_view domain) { return domain == "ai.onnx" ? "" : domain; }
+
+const MacRule* find_rule(const onnx::NodeProto& node) {
+  const std::string_view domain = normalized_domain(node.domain());
+  for (const MacRule& rule : kMacRules) {
+    if (rule.domain == domain && rule.op_type == node.op_type()) return &rule;
+  }
+  return nullptr;
+}
+
+bool is_numeric(const onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() >= 0; }
+
+using Shape = std::vector<int64_t>;
+
+// The fully known shape of `name` as seen from `graph`: an initializer's dims, or a declared or
+// inferred ValueInfo whose dims are all numbers. nullopt for "" (an omitted optional input).
+std::optional<Shape> known_shape(const ir::GraphView& graph, const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (const onnx::TensorProto* initializer = graph.resolve_initializer(name)) {
+    return Shape(initializer->dims().begin(), initializer->dims().end());
+  }
+  const onnx::ValueInfoProto* info = graph.resolve_value_info(name);
+  if (!info || !info->type().has_tensor_type() || !info->type().tensor_type().has_shape()) return std::nullopt;
+  Shape shape;
+  for (const auto& dim : info->type().tensor_type().shape().dim()) {
+    if (!is_numeric(dim)) return std::nullopt;
+    shape.push_back(dim.dim_value());
+  }
+  return shape;
+}
+
+std::optional<Shape> input_shape(const ir::GraphView& graph, const onnx::NodeProto& node, int input) {
+  return input < node.input_size() ? known_shape(graph, node.input(input)) : std::nullopt;
+}
+
+std::optional<Shape> output_shape(const ir::GraphView& graph, const onnx::NodeProto& node) {
+  return node.output_size() > 0 ? known_shape(graph, node.output(0)) : std::nullopt;
+}
+
+// Products in double: element counts of large models overflow nothing, and MACs are reported
+// as doubles anyway.
+double product(std::span<const int64_t> dims) {
+  double result = 1;
+  for (int64_t dim : dims) result *= static_cast<double>(dim);
+  return result;
+}
+
+bool attribute_set(const onnx::NodeProto& node, std::string_view name) {
+  return ir::int_attribute(node, name).value_or(0) != 0;
+}
+
+// The exact MACs of `node` under `rule`, nullopt when a shape it needs is unknown.
+std::optional<double> exact_macs(const ir::GraphView& graph, const onnx::NodeProto& node, const MacRule& rule) {
+  const std::optional<Shape> weight = input_shape(graph, node, rule.weight_input);
+  switch (rule.formula) {
+    case MacFormula::kConv: {
+      const std::optional<Shape> output = output_shape(graph, node);
+      if (!weight || weight->empty() || !output) return std::nullopt;
+      return product(*output) * product(std::span(*weight).subspan(1));
+    }
+    case MacFormula::kConvTranspose: {
+      const std::optional<Shape> input = input_shape(graph, node, rule.activation_input);
+      if (!weight || weight->empty() || !input) return std::nullopt;
+      return product(*input) * product(std::span(*weight).subspan(1));
+    }
+    case MacFormula::kMatMul: {
+      const std::optional<Shape> a = input_shape(graph, node, rule.activation_input);
+      const std::optional<Shape> output = output_shape(graph, node);
+      if (!output) return std::nullopt;
+      // K is A's last dim; B's second-to-last (its only one when 1-D) when A is unknown.
+      std::optional<int64_t> k;
+      if (a && !a->empty()) {
+        k = a->back();
+      } else if (weight && !weight->empty()) {
+        k = weight->size() == 1 ? weight->front() : (*weight)[weight->size() - 2];
+      }
+      if (!k) return std::nullopt;
+      return product(*output) * static_cast<double>(*k);
+    }
+    case MacFormula::kGemm: {
+      const std::optional<Shape> a = input_shape(graph, node, rule.activation_input);
+      if (!weight || weight->size() != 2) return std::nullopt;
+      const bool trans_b = attribute_set(node, "transB");
+      const int64_t k = trans_b ? (*weight)[1] : (*weight)[0];
+      const int64_t n = trans_b ? (*weight)[0] : (*weight)[1];
+      std::optional<int64_t> m;
+      if (a && a->size() == 2) {
+        m = attribute_set(node, "transA") ? (*a)[1] : (*a)[0];
+      } else if (const std::optional<Shape> output = output_shape(graph, node); output && output->size() == 2) {
+        m = (*output)[0];
+      }
+      if (!m) return std::nullopt;
+      return static_cast<double>(*m) * static_cast<double>(n) * static_cast<double>(k);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string join_labels(const std::vector<std::string>& labels) {
+  std::string joined;
+  for (size_t i = 0; i < labels.size() && i < kNoteMaxNodes; ++i) {
+    if (i > 0) joined += ", ";
+    joined += labels[i];
+  }
+  if (labels.size() > kNoteMaxNodes) joined += ", ...";
+  return joined;
+}
+
+// Gives the copy's graph inputs the shapes the estimate assumes (see the header).
+void fix_input_shapes(onnx::GraphProto* graph, const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                      const std::string& model_path, std::vector<std::string>* notes) {
+  std::vector<std::string_view> initializers;
+  for (const onnx::TensorProto& initializer : graph->initializer()) initializers.push_back(initializer.name());
+  const auto is_initializer = [&](std::string_view name) {
+    return std::find(initializers.begin(), initializers.end(), name) != initializers.end();
+  };
+
+  std::vector<std::string> input_names;
+  for (const onnx::ValueInfoProto& input : graph->input()) {
+    if (!is_initializer(input.name())) input_names.push_back(input.name());
+  }
+  for (const auto& [name, dims] : input_shapes) {
+    if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
+      std::string known;
+      for (const std::string& input : input_names) known += (known.empty() ? "" : ", ") + input;
+      throw_bad_input(model_path, "input shape given for '" + name + "', which is not a graph input (inputs: " + known + ")");
+    }
+  }
+
+  for (onnx::ValueInfoProto& input : *graph->mutable_input()) {
+    if (is_initializer(input.name())) continue;
+    const auto given = input_shapes.find(input.name());
+    // Sequence, map and optional inputs keep their types; only an untyped input may become a
+    // tensor, and only when the caller gives it a shape.
+    const bool untyped = input.type().value_case() == onnx::TypeProto::VALUE_NOT_SET;
+    if (!input.type().has_tensor_type() && !(untyped && given != input_shapes.end())) {
+      if (given != input_shapes.end()) throw_bad_input(model_path, "input '" + input.name() + "' is not a tensor");
+      continue;
+    }
+    onnx::TypeProto_Tensor* tensor = input.mutable_type()->mutable_tensor_type();
+    if (given != input_shapes.end()) {
+      const std::vector<int64_t>& dims = given->second;
+      const bool declared = tensor->has_shape();
+      if (declared && tensor->shape().dim_size() != static_cast<int>(dims.size())) {
+        throw_bad_input(model_path, "input '" + input.name() + "' has rank " + std::to_string(tensor->shape().dim_size()) +
+                                        ", the given shape has " + std::to_string(dims.size()) + " dims");
+      }
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] <= 0) {
+          throw_bad_input(model_path, "input '" + input.name() + "': dim " + std::to_string(i) + " of the given shape is " +
+                                          std::to_string(dims[i]) + ", must be > 0");
+        }
+        if (declared && is_numeric(tensor->shape().dim(static_cast<int>(i))) &&
+            tensor->shape().dim(static_cast<int>(i)).dim_value() != dims[i]) {
+          throw_bad_input(model_path, "input '" + input.name() + "': dim " + std::to_string(i) + " is declared " +
+                                          std::to_string(tensor->shape().dim(static_cast<int>(i)).dim_value()) +
+                                          ", the given shape has " + std::to_string(dims[i]));
+        }
+      }
+      onnx::TensorShapeProto* shape = tensor->mutable_shape();
+      shape->clear_dim();
+      for (int64_t dim : dims) shape->add_dim()->set_dim_value(dim);
+      continue;
+    }
+    if (!tensor->has_shape() || tensor->shape().dim_size() == 0 || is_numeric(tensor->shape().dim(0))) continue;
+    onnx::TensorShapeProto::Dimension* batch = tensor->mutable_shape()->mutable_dim(0);
+    const std::string what = batch->has_dim_param() ? "batch dim '" + batch->dim_param() + "'" : "unknown first dim";
+    notes->push_back("input '" + input.name() + "': " + what + " taken as 1");
+    batch->set_dim_value(1);
+  }
+}
+
+}  // namespace
+
+MacEstimate estimate_node_macs(const onnx::ModelProto& model,
+                               const std::map<std::string, std::vector<int64_t>>& input_shapes,
+                               const std::string& model_path) {
+  MacEstimate estimate;
+  onnx::ModelProto copy = model;
+  fix_input_shapes(copy.mutable_graph(), input_shapes, model_path, &estimate.notes);
+  // error_mode 0: a node ONNX cannot infer (unknown schema, opset beyond libonnx's) keeps its
+  // declared shapes and the rest of the graph is still inferred.
+  try {
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+  } catch (const std::exception& e) {
+    estimate.notes.push_back(std::string("ONNX shape inference failed, only declared shapes are used: ") + e.what());
+  }
+
+  const ir::GraphView view(copy.graph(), model_path);
+  std::vector<std::string> estimated;  // fallback nodes
+  std::vector<std::string> uncounted;  // compute nodes without a formula
+  for (const ir::NodeRef& ref : view.nested_nodes()) {
+    const onnx::NodeProto& node = ref.node();
+    const std::string_view domain = normalized_domain(node.domain());
+    NodeMacs result{.op_type = domain.empty() ? node.op_type() : std::string(domain) + ":" + node.op_type()};
+    const std::string label = ir::node_label(ref);
+    if (const MacRule* rule = find_rule(node)) {
+      if (const std::optional<double> macs = exact_macs(*ref.graph, node, *rule)) {
+        result.macs = *macs;
+      } else {
+        const std::optional<Shape> weight = input_shape(*ref.graph, node, rule->weight_input);
+        result.macs = weight ? product(*weight) : 0;
+        result.exact = false;
+        estimated.push_back(label);
+      }
+    } else if (is_compute_op(node.domain(), node.op_type())) {
+      result.exact = false;
+      uncounted.push_back(label);
+    }
+    estimate.total += result.macs;
+    estimate.exact = estimate.exact && result.exact;
+    // Labels are unique unless the model repeats a node name; such nodes share one entry.
+    const auto [it, inserted] = estimate.nodes.emplace(label, result);
+    if (!inserted) {
+      it->second.macs += result.macs;
+      it->second.exact = it->second.exact && result.exact;
+    }
+  }
+  if (!estimated.empty()) {
+    estimate.notes.push_back(std::to_string(estimated.size()) +
+                             " node(s) with unknown shapes estimated from their weight's element count: " +
+                             join_labels(estimated));
+  }
+  if (!uncounted.empty()) {
+    estimate.notes.push_back(std::to_string(uncounted.size()) + " compute node(s) not counted (no MAC formula): " +
+                             join_labels(uncounted));
+  }
+  return estimate;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,146 @@
+// The device table: one row per deployment target.
+#include "mixprec/devices.h"
+
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+
+#include "mixprec/error.h"
+
+namespace mixprec {
+namespace {
+
+// Allowed formats per device, in FormatId order. The NPUs compute in 8-bit integers and BF16
+// (ve2 also FP16); fp32 is kept as "left in float". The CPU provider runs every format.
+constexpr FormatId kStxFormats[] = {FormatId::kFloat32, FormatId::kXInt8, FormatId::kInt8, FormatId::kUInt8,
+                                    FormatId::kBFloat16};
+constexpr FormatId kVe2Formats[] = {FormatId::kFloat32, FormatId::kXInt8,    FormatId::kInt8,
+                                    FormatId::kUInt8,   FormatId::kBFloat16, FormatId::kFloat16};
+constexpr FormatId kCpuFormats[] = {FormatId::kFloat32, FormatId::kXInt8,  FormatId::kInt8,     FormatId::kUInt8,
+                                    FormatId::kInt16,   FormatId::kUInt16, FormatId::kBFloat16, FormatId::kFloat16};
+
+// Throughputs are nominal figures, not measurements:
+// - NPU rows follow the AIE-ML tile: 256 int8 MACs/cycle vs 128 bf16 (2.0), int16 at half the
+//   bf16 rate (0.5), fp16 at the bf16 rate where the hardware has it (ve2; 0 on stx, which has
+//   no fp16 kernels), fp32 emulated with several bf16 passes (0.25).
+// - The CPU row takes fp32 as its native rate: int8 kernels (VNNI-style dot products) about
+//   twice it, int16 about fp32 (ONNX Runtime runs int16 QDQ through float kernels), bf16 and
+//   fp16 emulated through fp32 with conversions (0.5).
+const DeviceProfile kDeviceTable[] = {
+    // name   description
+    //        formats      pow2   throughput {int8, int16, bf16, fp16, fp32}
+    {"stx", "AMD Strix NPU (XDNA 2): BF16, INT8 and mixed BF16/INT8; INT8 needs power-of-two scales",
+     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25}},
+    {"ve2", "AMD Versal AI Edge gen 2: BF16, FP16, INT8 and mixes; INT8 needs power-of-two scales",
+     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25}},
+    {"cpu", "ONNX Runtime CPU provider: every format (int8, int16, bf16, fp16, fp32)",
+     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0}},
+};
+
+// The format name as users write it in messages: "fp16" -> "FP16".
+std::string upper_name(FormatId format) {
+  std::string name = format_traits(format).name;
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return name;
+}
+
+std::string format_list(const DeviceProfile& device) {
+  std::string list;
+  for (FormatId format : device.formats) {
+    if (!list.empty()) list += ", ";
+    list += format_traits(format).name;
+  }
+  return list;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string joined;
+  for (const std::string& item : items) {
+    if (!joined.empty()) joined += ", ";
+    joined += item;
+  }
+  return joined;
+}
+
+}  // namespace
+
+std::span<const DeviceProfile> all_devices() { return kDeviceTable; }
+
+const DeviceProfile* find_device(const std::string& name) {
+  for (const DeviceProfile& device : kDeviceTable) {
+    if (name == device.name) return &device;
+  }
+  return nullptr;
+}
+
+const DeviceProfile& device_profile(const std::string& name) {
+  if (const DeviceProfile* device = find_device(name)) return *device;
+  throw_bad_input("", "unknown device '" + name + "' (known devices: " + join(device_names()) + ")");
+}
+
+std::vector<std::string> device_names() {
+  std::vector<std::string> names;
+  for (const DeviceProfile& device : kDeviceTable) names.emplace_back(device.name);
+  return names;
+}
+
+bool device_allows(const DeviceProfile& device, FormatId format) {
+  return std::find(device.formats.begin(), device.formats.end(), format) != device.formats.end();
+}
+
+std::optional<std::string> device_rejects(const DeviceProfile& device, FormatId format) {
+  return device_rejects(device, std::span<const FormatId>(&format, 1));
+}
+
+std::optional<std::string> device_rejects(const DeviceProfile& device, std::span<const FormatId> formats) {
+  std::vector<std::string> rejected;
+  for (const FormatTraits& traits : all_formats()) {
+    const bool used = std::find(formats.begin(), formats.end(), traits.id) != formats.end();
+    if (used && !device_allows(device, traits.id)) rejected.push_back(upper_name(traits.id));
+  }
+  if (rejected.empty()) return std::nullopt;
+  return join(rejected) + (rejected.size() == 1 ? " is" : " are") + " not available on " + device.name +
+         " (formats: " + format_list(device) + ")";
+}
+
+bool device_needs_power_of_two(const DeviceProfile& device, FormatId format) {
+  const FormatTraits& traits = format_traits(format);
+  return traits.power_of_two_scale || (traits.is_integer && device.requires_power_of_two);
+}
+
+double relative_speed(const DeviceProfile& device, FormatId format) {
+  // One column per format class; the switch is the FormatId -> class map, complete by -Wswitch.
+  const RelativeThroughput& speed = device.throughput;
+  switch (format) {
+    case FormatId::kXInt8:
+    case FormatId::kInt8:
+    case FormatId::kUInt8:
+      return speed.int8;
+    case FormatId::kInt16:
+    case FormatId::kUInt16:
+      return speed.int16;
+    case FormatId::kBFloat16:
+      return speed.bf16;
+    case FormatId::kFloat16:
+      return speed.fp16;
+    case FormatId::kFloat32:
+      return speed.fp32;
+  }
+  throw Error(ErrorKind::kInternal, "", "relative_speed: unknown FormatId");
+}
+
+double estimated_time(const MacEstimate& macs, const std::map<std::string, FormatId>& formats,
+                      const DeviceProfile& device) {
+  double time = 0;
+  for (const auto& [node, node_macs] : macs.nodes) {
+    const auto it = formats.find(node);
+    const FormatId format = it == formats.end() ? FormatId::kFloat32 : it->second;
+    if (const std::optional<std::string> reason = device_rejects(device, format)) {
+      throw_bad_input("", "node '" + node + "': " + *reason);
+    }
+    time += node_macs.macs / relative_speed(device, format);
+  }
+  return time;
+}
+
+}  // namespace mixprec

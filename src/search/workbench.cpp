@@ -1,0 +1,110 @@
+#include "search/workbench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "mixprec/error.h"
+#include "mixprec/model_io.h"
+#include "mixprec/rewrite.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+Workbench::Workbench(const WorkbenchOptions& options) : options_(options) {
+  const std::string& label = options_.model_path;
+  const onnx::ModelProto model = load_model(label);
+  task_ = analyze_model(model, label).task;
+  prepared_ = prepare_model(model, {.fold_batchnorm = options_.fold_batchnorm}, label);
+  load_or_calibrate();
+  cache_reference();
+}
+
+void Workbench::load_or_calibrate() {
+  const std::string& label = options_.model_path;
+  const std::string& path = options_.stats_path;
+  const std::string fingerprint = model_fingerprint(prepared_);
+  if (!path.empty() && fs::exists(path)) {
+    stats_ = load_stats(path);
+    if (stats_.model_fingerprint != fingerprint) {
+      throw_bad_input(path, "statistics of another model: use a fresh --work-dir");
+    }
+    stats_reused_ = true;
+  } else {
+    const Session probe = Session::from_model(prepared_, label, options_.session);
+    const auto source = open_samples(options_.calibration, probe.inputs(), label);
+    const auto t0 = Clock::now();
+    stats_ = calibrate_model(prepared_, label, *source,
+                             {.session = options_.session,
+                              .max_samples = options_.calibration_samples,
+                              .progress = options_.progress});
+    calibration_seconds_ = seconds_since(t0);
+    if (!path.empty()) save_stats(stats_, path);
+  }
+  ranks_ = infer_tensor_ranks(prepared_, label);
+  for (const auto& [name, rank] : stats_.ranks) ranks_[name] = rank;
+}
+
+// The FP32 reference runs once; every evaluation compares against these outputs.
+void Workbench::cache_reference() {
+  const std::string& label = options_.model_path;
+  const Session reference = Session::from_file(label, options_.session);
+  const auto source = open_samples(options_.evaluation, reference.inputs(), label);
+  if (source->size() == 0) throw_bad_input(label, "no evaluation samples");
+  data_description_ = source->describe();
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < source->size(); ++i) {
+    inputs_.push_back(source->sample(i));
+    references_.push_back(reference.run(inputs_.back()));
+  }
+  reference_seconds_ = seconds_since(t0);
+}
+
+std::vector<std::string> Workbench::integer_layers(const QuantConfig& config) const {
+  std::vector<std::string> layers;
+  for (const auto& a : assign_layers(config, prepared_, options_.model_path)) {
+    if (!a.excluded && a.config.input_tensors && format_traits(a.config.input_tensors->format).is_integer) {
+      layers.push_back(a.node_name);
+    }
+  }
+  return layers;
+}
+
+onnx::ModelProto Workbench::build(const QuantConfig& config) const {
+  const auto assignment = assign_layers(config, prepared_, options_.model_path);
+  QuantizeOptions options;
+  options.calib_method = config.extra.calib_method;
+  options.activation_symmetric = config.extra.activation_symmetric;
+  options.int32_bias = config.extra.int32_bias;
+  const RankLookup rank_of = [this](const std::string& name) -> std::optional<int64_t> {
+    auto it = ranks_.find(name);
+    return it == ranks_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  return quantize_model(prepared_, assignment, stats_, options, options_.model_path, rank_of);
+}
+
+Evaluation Workbench::evaluate(const QuantConfig& config) {
+  ++evaluations_;
+  const auto t0 = Clock::now();
+  Evaluation e;
+  e.model = std::make_shared<const onnx::ModelProto>(build(config));
+  const Session session = Session::from_model(*e.model, options_.model_path, options_.session);
+  ModelComparer comparer(options_.tolerance);
+  for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));
+  e.metrics = comparer.results();
+  e.verdict = judge(task_.type, e.metrics, options_.target);
+  for (const auto& m : e.metrics) {
+    e.psnr_db = std::min(e.psnr_db, m.psnr_db);
+    e.pass_rate = std::min(e.pass_rate, m.pass_rate);
+  }
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,88 @@
+// The workbench every search and comparison runs on: one model prepared once, its activation
+// statistics (calibrated once, or read back from the work dir), and the FP32 reference outputs
+// on the evaluation samples (run once). After that, evaluating a config is one graph rewrite
+// from the cached statistics plus one evaluation pass; nothing re-runs calibration or the FP32
+// model. explore, dry-run and guide share it.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "mixprec/analysis.h"
+#include "mixprec/calibration.h"
+#include "mixprec/config.h"
+#include "mixprec/metrics.h"
+#include "mixprec/pipeline.h"
+#include "mixprec/runtime.h"
+
+namespace mixprec {
+
+struct WorkbenchOptions {
+  std::string model_path;
+  std::string stats_path;         // read when it exists (same model only), written after calibrating; empty: neither
+  DataSpec calibration;
+  DataSpec evaluation;
+  size_t calibration_samples = 0;  // 0: every calibration sample
+  bool fold_batchnorm = true;
+  Tolerance tolerance;
+  std::optional<AccuracyTarget> target;
+  SessionOptions session;
+  ProgressFn progress;             // calibration progress
+};
+
+struct Evaluation {
+  std::shared_ptr<const onnx::ModelProto> model;  // the evaluated graph
+  std::vector<OutputMetrics> metrics;
+  Verdict verdict;
+  double psnr_db = kMaxDb;  // worst output
+  double pass_rate = 1;     // worst output
+  double seconds = 0;       // rewrite + session + evaluation pass
+};
+
+class Workbench {
+ public:
+  // Loads, analyzes and prepares the model (Constants to initializers, BatchNorm folding), then
+  // calibrates (or reads the statistics) and caches the FP32 reference outputs.
+  explicit Workbench(const WorkbenchOptions& options);
+
+  const TaskInference& task() const { return task_; }
+  const onnx::ModelProto& prepared() const { return prepared_; }
+  const CalibrationStats& stats() const { return stats_; }
+  bool stats_reused() const { return stats_reused_; }
+  double calibration_seconds() const { return calibration_seconds_; }
+  double reference_seconds() const { return reference_seconds_; }
+  size_t samples() const { return inputs_.size(); }
+  size_t evaluations() const { return evaluations_; }
+  const std::string& data_description() const { return data_description_; }
+
+  // The nodes `config` puts in integer formats (the layers a search may lift).
+  std::vector<std::string> integer_layers(const QuantConfig& config) const;
+  onnx::ModelProto build(const QuantConfig& config) const;
+  // One rewrite and one pass over the cached samples, judged with the task's criterion or the target.
+  Evaluation evaluate(const QuantConfig& config);
+
+ private:
+  void load_or_calibrate();
+  void cache_reference();
+
+  WorkbenchOptions options_;
+  TaskInference task_;
+  onnx::ModelProto prepared_;
+  CalibrationStats stats_;
+  bool stats_reused_ = false;
+  double calibration_seconds_ = 0;
+  double reference_seconds_ = 0;
+  std::map<std::string, int64_t> ranks_;
+  std::vector<NamedTensors> inputs_;
+  std::vector<NamedTensors> references_;
+  std::string data_description_;
+  size_t evaluations_ = 0;
+};
+
+}  // namespace mixprec
