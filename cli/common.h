@@ -17,6 +17,7 @@ namespace mixprec::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitAccuracyFailure = 3;  // compare, explore, requantize, guide: the criterion is missed
 
 inline constexpr const char* kExitCodesHelp =
     "Exit codes: 0 ok; 1 internal or runtime failure; 2 bad usage or bad input (the message names the file).";
@@ -55,6 +56,8 @@ Command add_quantize(CLI::App& app);
 Command add_dequantize(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_explore(CLI::App& app);
+Command add_dry_run(CLI::App& app);
+Command add_requantize(CLI::App& app);
 
 // Flags for sample data that may be pictures: DataFlags plus --preprocess and --image-size.
 struct SampleFlags {

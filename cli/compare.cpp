@@ -8,9 +8,6 @@
 
 namespace mixprec::cli {
 
-// compare exits 3 when the model misses the accuracy criterion (2 stays for bad input).
-inline constexpr int kExitAccuracyFailure = 3;
-
 Command add_compare(CLI::App& app) {
   struct Flags {
     std::string reference, model, target;

@@ -106,7 +106,7 @@ Command add_explore(CLI::App& app) {
                       << r.calibration_seconds << " s)\n"
                       << "work dir    " << r.final_model_path << ", " << r.final_config_path << ", " << r.ledger_path
                       << "\n";
-            return r.final_verdict.pass ? kExitOk : 3;
+            return r.final_verdict.pass ? kExitOk : kExitAccuracyFailure;
           }};
 }
 

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "print progress and info messages on stderr");
 
   const std::vector<Command> commands = {add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
-                                         add_compare(app), add_explore(app)};
+                                         add_compare(app), add_explore(app), add_dry_run(app),
+                                         add_requantize(app)};
 
   try {
     app.parse(argc, argv);

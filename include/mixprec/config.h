@@ -110,6 +110,9 @@ void save_config(const QuantConfig& config, const std::string& path);  // atomic
 // Presets by name (case-insensitive): XINT8, A8W8, U8S8, A16W8, BF16, FP16 (one table row
 // each, documented in src/config/presets.cpp). nullopt for an unknown name.
 std::optional<QuantConfig> preset_config(const std::string& name);
+// Every format the config can put a tensor in (global and overrides), sorted, unique; float32
+// only when the config says so explicitly.
+std::vector<FormatId> formats_used(const QuantConfig& config);
 std::vector<std::string> preset_names();
 
 // The op types quantized when extra_options.OpTypesToQuantize is empty: the weighted compute

@@ -73,4 +73,18 @@ std::vector<std::string> preset_names() {
   return names;
 }
 
+std::vector<FormatId> formats_used(const QuantConfig& config) {
+  std::vector<FormatId> formats;
+  const auto add = [&](const LayerConfig& layer) {
+    for (const auto* spec : {&layer.input_tensors, &layer.weight, &layer.bias, &layer.output_tensors}) {
+      if (*spec) formats.push_back((*spec)->format);
+    }
+  };
+  add(config.global);
+  for (const auto& override_ : config.specific) add(override_.layer_config);
+  std::sort(formats.begin(), formats.end());
+  formats.erase(std::unique(formats.begin(), formats.end()), formats.end());
+  return formats;
+}
+
 }  // namespace mixprec

@@ -90,10 +90,17 @@ onnx::ModelProto Workbench::build(const QuantConfig& config) const {
 }
 
 Evaluation Workbench::evaluate(const QuantConfig& config) {
+  const auto t0 = Clock::now();
+  Evaluation e = evaluate_model(build(config));
+  e.seconds = seconds_since(t0);
+  return e;
+}
+
+Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
   ++evaluations_;
   const auto t0 = Clock::now();
   Evaluation e;
-  e.model = std::make_shared<const onnx::ModelProto>(build(config));
+  e.model = std::make_shared<const onnx::ModelProto>(model);
   const Session session = Session::from_model(*e.model, options_.model_path, options_.session);
   ModelComparer comparer(options_.tolerance);
   for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));

@@ -66,6 +66,8 @@ class Workbench {
   onnx::ModelProto build(const QuantConfig& config) const;
   // One rewrite and one pass over the cached samples, judged with the task's criterion or the target.
   Evaluation evaluate(const QuantConfig& config);
+  // The same pass for a model built elsewhere (a quantized model given by the user).
+  Evaluation evaluate_model(const onnx::ModelProto& model);
 
  private:
   void load_or_calibrate();

@@ -1,0 +1,58 @@
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "common.h"
+#include "mixprec/devices.h"
+#include "mixprec/error.h"
+#include "mixprec/workflow_report.h"
+
+namespace mixprec::cli {
+
+Command add_dry_run(CLI::App& app) {
+  struct Flags {
+    std::string model, work_dir, target, device = "ve2";
+    std::vector<std::string> calibration;
+    SampleFlags data;
+    RuntimeFlags runtime;
+    Tolerance tolerance;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "dry-run", "Measure full BF16, FP16, INT8 and A16W8 against FP32 and recommend what to do (model untouched)");
+  cmd->add_option("MODEL", flags->model, "float ONNX model")->required();
+  cmd->add_option("--device", flags->device, "target device: stx, ve2 or cpu")->capture_default_str();
+  cmd->add_option("--work-dir", flags->work_dir, "statistics and the evaluated models (default: MODEL_STEM.dry_run)");
+  cmd->add_option("--calibration-data", flags->calibration,
+                  "calibration files, pictures or folders (default: the evaluation data, with a warning)");
+  flags->data.add_to(*cmd, "--data", 100);
+  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
+  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  cmd->add_flag("--json", flags->json, "print JSON");
+  flags->runtime.add_to(*cmd);
+  cmd->footer(kExitCodesHelp);
+  return {cmd, [flags] {
+            DryRunParams params;
+            params.model_path = flags->model;
+            params.work_dir = flags->work_dir.empty()
+                                  ? std::filesystem::path(flags->model).stem().string() + ".dry_run"
+                                  : flags->work_dir;
+            params.evaluation = flags->data.resolve();
+            params.calibration = params.evaluation;
+            params.calibration.data.files = flags->calibration;
+            params.calibration.data.random_samples = 0;
+            params.device = flags->device;
+            device_profile(params.device);  // an unknown device fails before any work
+            params.tolerance = flags->tolerance;
+            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.session = flags->runtime.resolve();
+            params.progress = progress_bar("calibrating");
+            const DryRunReport r = dry_run(params);
+            std::cout << (flags->json ? dry_run_to_json(r).dump(2) + "\n" : dry_run_text(r));
+            return kExitOk;
+          }};
+}
+
+}  // namespace mixprec::cli

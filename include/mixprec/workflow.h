@@ -1,0 +1,91 @@
+// The workflow modes of SPEC "Modes": dry-run (every full-precision choice measured against
+// FP32, and what to do next) and requantize (strip a quantized model, quantize it again with a
+// new config, and say what changed). guide (mixprec/guide.h) strings the phases together.
+//
+// Both calibrate once and run the FP32 reference once (search/workbench), evaluate on CPU,
+// never modify the input model, and write every file atomically.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mixprec/metrics.h"
+#include "mixprec/pipeline.h"
+
+namespace mixprec {
+
+struct DryRunParams {
+  std::string model_path;
+  std::string work_dir;        // statistics and the evaluated models (dry_run_<preset>.onnx)
+  DataSpec calibration;        // no files and no random samples: calibrate on the evaluation data (warned)
+  DataSpec evaluation;
+  std::string device = "ve2";  // decides which rows may be recommended (FP16 not on stx, ...)
+  Tolerance tolerance;
+  std::optional<AccuracyTarget> target;
+  SessionOptions session;
+  ProgressFn progress;         // calibration progress
+};
+
+struct DryRunRow {
+  std::string label;           // "full BF16", "full INT8 (XINT8)", ...
+  std::string preset;
+  bool on_device = true;       // the device runs every format of the preset
+  std::string device_note;     // why not, when !on_device
+  std::vector<OutputMetrics> metrics;
+  Verdict verdict;
+  double seconds = 0;          // rewrite + evaluation
+  std::string model_path;
+};
+
+struct Recommendation {
+  std::string action;          // "int8", "explore", "rethink"
+  std::string reason;          // in words, with the numbers behind it
+};
+
+struct DryRunReport {
+  TaskInference task;
+  std::string device;
+  size_t samples = 0;
+  std::string data_description;
+  double calibration_seconds = 0;  // 0 when the work dir's statistics were reused
+  double reference_seconds = 0;    // the FP32 pass
+  std::vector<DryRunRow> rows;
+  Recommendation recommendation;
+  std::vector<std::string> warnings;
+};
+
+DryRunReport dry_run(const DryRunParams& params);
+
+struct RequantizeParams {
+  std::string model_path;      // a quantized model (Q/DQ or cast pairs)
+  std::string config_path;     // the new config (or a preset name in `preset`)
+  std::string preset;
+  std::string output_path;
+  std::string work_dir;        // stripped.onnx and the statistics
+  DataSpec calibration;
+  DataSpec evaluation;
+  Tolerance tolerance;
+  std::optional<AccuracyTarget> target;
+  SessionOptions session;
+  ProgressFn progress;
+};
+
+struct RequantizeReport {
+  TaskInference task;
+  std::string stripped_path;   // the float model recovered from the input
+  StripSummary strip;
+  size_t samples = 0;
+  std::string data_description;
+  std::vector<OutputMetrics> previous_metrics, new_metrics;  // both against the stripped model
+  Verdict previous_verdict, new_verdict;
+  double psnr_delta_db = 0;    // worst-output PSNR, new minus previous
+  double pass_rate_delta = 0;  // worst-output pass rate, new minus previous
+  std::string output_path, config_path;
+  std::vector<std::string> warnings;
+};
+
+// kBadInput when the model is not quantized (nothing to strip: use quantize).
+RequantizeReport requantize(const RequantizeParams& params);
+
+}  // namespace mixprec

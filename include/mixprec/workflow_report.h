@@ -1,0 +1,21 @@
+// Workflow reports: dry-run and requantize results as text for people and JSON for tools.
+// Rendering never fails and never changes the results.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mixprec/workflow.h"
+
+namespace mixprec {
+
+// The metrics table of every row against FP32, one verdict line per row (with the device's
+// availability), and the recommendation with its reason. Ends with a newline.
+std::string dry_run_text(const DryRunReport& report);
+nlohmann::ordered_json dry_run_to_json(const DryRunReport& report);
+
+// Previous and new quantization against the stripped float model, and the delta.
+std::string requantize_text(const RequantizeReport& report);
+
+}  // namespace mixprec

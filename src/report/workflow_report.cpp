@@ -1,0 +1,82 @@
+#include "mixprec/workflow_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "mixprec/metrics_report.h"
+
+namespace mixprec {
+namespace {
+
+std::string signed_number(double value, const char* unit) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%+.2f%s", value, unit);
+  return text;
+}
+
+std::string verdict_word(const Verdict& verdict) { return verdict.pass ? "PASS" : "FAIL"; }
+
+}  // namespace
+
+std::string dry_run_text(const DryRunReport& report) {
+  std::ostringstream out;
+  out << "task     " << to_string(report.task.type) << " (" << report.task.reason << ")\n"
+      << "data     " << report.data_description << "\n"
+      << "device   " << report.device << "\n";
+  std::vector<LabeledMetrics> rows;
+  for (const auto& row : report.rows) rows.emplace_back(row.label, row.metrics);
+  out << metrics_table(rows);
+  size_t width = 0;
+  for (const auto& row : report.rows) width = std::max(width, row.label.size());
+  for (const auto& row : report.rows) {
+    out << row.label << std::string(width - row.label.size() + 2, ' ') << verdict_word(row.verdict) << "  "
+        << row.verdict.reason;
+    if (!row.on_device) out << "  [not on " << report.device << ": " << row.device_note << "]";
+    out << "\n";
+  }
+  if (!report.rows.empty()) out << "criterion  " << report.rows.front().verdict.criterion << "\n";
+  out << "recommendation  " << report.recommendation.action << ": " << report.recommendation.reason << "\n";
+  return out.str();
+}
+
+nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
+  nlohmann::ordered_json j;
+  j["task"] = {{"type", to_string(report.task.type)}, {"reason", report.task.reason}};
+  j["device"] = report.device;
+  j["samples"] = report.samples;
+  j["data"] = report.data_description;
+  j["calibration_seconds"] = report.calibration_seconds;
+  j["reference_seconds"] = report.reference_seconds;
+  j["rows"] = nlohmann::ordered_json::array();
+  for (const auto& row : report.rows) {
+    nlohmann::ordered_json r = {{"label", row.label},         {"preset", row.preset},
+                                {"on_device", row.on_device}, {"device_note", row.device_note},
+                                {"verdict", verdict_to_json(row.verdict)}, {"seconds", row.seconds},
+                                {"model", row.model_path}};
+    r["outputs"] = nlohmann::ordered_json::array();
+    for (const auto& m : row.metrics) r["outputs"].push_back(metrics_to_json(m));
+    j["rows"].push_back(std::move(r));
+  }
+  j["recommendation"] = {{"action", report.recommendation.action}, {"reason", report.recommendation.reason}};
+  j["warnings"] = report.warnings;
+  return j;
+}
+
+std::string requantize_text(const RequantizeReport& report) {
+  std::ostringstream out;
+  out << "task      " << to_string(report.task.type) << " (" << report.task.reason << ")\n"
+      << "stripped  " << report.stripped_path << " (" << report.strip.qdq_pairs << " Q/DQ pairs, "
+      << report.strip.cast_pairs << " cast pairs, " << report.strip.folded_initializers
+      << " initializers back to float)\n"
+      << "data      " << report.data_description << "\n"
+      << "against the stripped float model:\n"
+      << metrics_table({{"previous", report.previous_metrics}, {"new", report.new_metrics}})
+      << "previous  " << verdict_word(report.previous_verdict) << "  " << report.previous_verdict.reason << "\n"
+      << "new       " << verdict_word(report.new_verdict) << "  " << report.new_verdict.reason << "\n"
+      << "delta     worst PSNR " << signed_number(report.psnr_delta_db, " dB") << ", worst pass rate "
+      << signed_number(100 * report.pass_rate_delta, " points") << "\n"
+      << "wrote     " << report.output_path << ", " << report.config_path << "\n";
+  return out.str();
+}
+
+}  // namespace mixprec

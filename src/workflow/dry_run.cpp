@@ -1,0 +1,119 @@
+// dry-run: full BF16, full FP16, full INT8 and A16W8, each measured against FP32 on the same
+// samples from one calibration, and SPEC's recommendation rule:
+//   INT8 passes -> use it; INT8 fails and BF16 passes -> mixed precision with exploration;
+//   both fail -> the model needs looser tolerances or other changes.
+// Every row is evaluated on CPU whatever the device (every format is CPU-evaluable); the device
+// decides which rows may be recommended.
+#include <filesystem>
+
+#include "mixprec/devices.h"
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+#include "mixprec/workflow.h"
+#include "search/workbench.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+
+struct DryRunChoice {
+  const char* label;
+  const char* preset;
+};
+constexpr DryRunChoice kChoices[] = {
+    {"full BF16", "BF16"},
+    {"full FP16", "FP16"},
+    {"full INT8 (XINT8)", "XINT8"},
+    {"A16W8", "A16W8"},
+};
+
+const DryRunRow* find_row(const DryRunReport& report, const std::string& preset) {
+  for (const auto& row : report.rows) {
+    if (row.preset == preset) return &row;
+  }
+  return nullptr;
+}
+
+std::string outcome(const DryRunRow& row) {
+  return row.label + (row.verdict.pass ? " passes" : " misses") + " (" + row.verdict.reason + ")";
+}
+
+Recommendation recommend(const DryRunReport& report) {
+  const DryRunRow& int8 = *find_row(report, "XINT8");
+  const DryRunRow& bf16 = *find_row(report, "BF16");
+  if (int8.verdict.pass && int8.on_device) {
+    return {"int8", outcome(int8) + ": use full INT8, no layer needs more precision"};
+  }
+  if (bf16.verdict.pass) {
+    return {"explore", outcome(int8) + " and " + outcome(bf16) +
+                           ": quantize to mixed precision, INT8 with the few sensitive layers in BF16; run "
+                           "`mixprec guide --explore` (or `mixprec explore`) to find them"};
+  }
+  std::string reason = outcome(int8) + " and " + outcome(bf16) + ": INT8 with BF16 layers will not reach the criterion";
+  std::string alternatives;
+  for (const char* preset : {"FP16", "A16W8"}) {
+    const DryRunRow* row = find_row(report, preset);
+    if (row && row->verdict.pass) {
+      alternatives += "; " + row->label + " passes" +
+                      (row->on_device ? " and " + report.device + " runs it: consider it" : " but " + row->device_note);
+    }
+  }
+  return {"rethink", reason + alternatives + "; otherwise loosen the tolerances or the target, or change the model"};
+}
+
+}  // namespace
+
+DryRunReport dry_run(const DryRunParams& params) {
+  WarningCollector warnings;
+  const DeviceProfile& device = device_profile(params.device);
+  DryRunReport report;
+  report.device = device.name;
+  fs::create_directories(params.work_dir);
+
+  const auto xint8 = preset_config("XINT8");
+  WorkbenchOptions options{.model_path = params.model_path,
+                           .stats_path = (fs::path(params.work_dir) / "stats.json").string(),
+                           .calibration = params.calibration,
+                           .evaluation = params.evaluation,
+                           .calibration_samples = static_cast<size_t>(xint8->extra.num_calib_samples),
+                           .fold_batchnorm = true,
+                           .tolerance = params.tolerance,
+                           .target = params.target,
+                           .session = params.session,
+                           .progress = params.progress};
+  if (options.calibration.data.files.empty() && options.calibration.data.random_samples == 0) {
+    log_warning(params.model_path + ": no calibration data given; calibrating on the evaluation samples, "
+                                    "which flatters INT8 (give --calibration-data)");
+    options.calibration = params.evaluation;
+  }
+  Workbench bench(options);
+  report.task = bench.task();
+  report.samples = bench.samples();
+  report.data_description = bench.data_description();
+  report.calibration_seconds = bench.calibration_seconds();
+  report.reference_seconds = bench.reference_seconds();
+
+  for (const auto& choice : kChoices) {
+    const QuantConfig config = *preset_config(choice.preset);
+    DryRunRow row;
+    row.label = choice.label;
+    row.preset = choice.preset;
+    if (const auto why = device_rejects(device, formats_used(config))) {
+      row.on_device = false;
+      row.device_note = *why;
+    }
+    const Evaluation e = bench.evaluate(config);
+    row.metrics = e.metrics;
+    row.verdict = e.verdict;
+    row.seconds = e.seconds;
+    row.model_path = (fs::path(params.work_dir) / ("dry_run_" + std::string(choice.preset) + ".onnx")).string();
+    save_model(*e.model, row.model_path);
+    report.rows.push_back(std::move(row));
+  }
+  report.recommendation = recommend(report);
+  report.warnings = warnings.warnings();
+  return report;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,145 @@
+// dry-run and requantize on models whose sensitive layer is known (support/explore_models.h).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "mixprec/error.h"
+#include "mixprec/model_io.h"
+#include "mixprec/workflow.h"
+#include "support/explore_models.h"
+#include "support/temp_dir.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+
+class DryRunTest : public testing::TempDirTest {
+ protected:
+  DryRunParams params(const std::string& target) {
+    save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
+    DryRunParams p;
+    p.model_path = path("model.onnx");
+    p.work_dir = path("work");
+    p.calibration.data.random_samples = 16;
+    p.calibration.data.seed = 1;
+    p.evaluation.data.random_samples = 32;
+    p.evaluation.data.seed = 2;
+    p.target = parse_target(target);
+    return p;
+  }
+  const DryRunRow& row(const DryRunReport& r, const std::string& preset) {
+    for (const auto& row : r.rows) {
+      if (row.preset == preset) return row;
+    }
+    throw std::runtime_error("no row " + preset);
+  }
+};
+
+TEST_F(DryRunTest, Int8MissingAndBf16PassingRecommendsExploration) {
+  const DryRunParams p = params("psnr>30");
+  const std::string before = read_file(p.model_path, "model");
+  const DryRunReport r = dry_run(p);
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_FALSE(row(r, "XINT8").verdict.pass);  // "mix" rounds to zero (see explore_models.h)
+  EXPECT_LT(row(r, "XINT8").metrics.at(0).psnr_db, 30.0);
+  EXPECT_TRUE(row(r, "BF16").verdict.pass);
+  EXPECT_TRUE(row(r, "FP16").verdict.pass);
+  // FP16 keeps 11 significant bits to BF16's 8: about 3 bits (18 dB) closer to FP32.
+  EXPECT_GT(row(r, "FP16").metrics.at(0).psnr_db, row(r, "BF16").metrics.at(0).psnr_db + 12.0);
+  EXPECT_EQ(r.recommendation.action, "explore");
+  EXPECT_NE(r.recommendation.reason.find("full BF16 passes"), std::string::npos) << r.recommendation.reason;
+  EXPECT_EQ(r.samples, 32u);
+  for (const auto& row : r.rows) EXPECT_TRUE(fs::exists(row.model_path)) << row.label;
+  EXPECT_EQ(read_file(p.model_path, "model"), before);  // the input model is never modified
+}
+
+TEST_F(DryRunTest, Int8PassingRecommendsInt8) {
+  const DryRunReport r = dry_run(params("psnr>-100"));
+  EXPECT_EQ(r.recommendation.action, "int8");
+}
+
+TEST_F(DryRunTest, EverythingMissingSaysPrecisionAloneWillNotDo) {
+  const DryRunReport r = dry_run(params("psnr>190"));
+  EXPECT_EQ(r.recommendation.action, "rethink");
+  EXPECT_NE(r.recommendation.reason.find("loosen"), std::string::npos) << r.recommendation.reason;
+}
+
+TEST_F(DryRunTest, DeviceDecidesWhichRowsCanBeUsed) {
+  DryRunParams p = params("psnr>30");
+  p.device = "stx";
+  DryRunReport r = dry_run(p);
+  EXPECT_FALSE(row(r, "FP16").on_device);
+  EXPECT_NE(row(r, "FP16").device_note.find("FP16 is not available on stx"), std::string::npos);
+  EXPECT_TRUE(row(r, "BF16").on_device);
+  EXPECT_TRUE(row(r, "XINT8").on_device);
+  p.device = "cpu";
+  r = dry_run(p);
+  for (const auto& row : r.rows) EXPECT_TRUE(row.on_device) << row.label;
+  p.device = "npu9";
+  EXPECT_THROW(dry_run(p), Error);
+}
+
+class RequantizeTest : public testing::TempDirTest {
+ protected:
+  RequantizeParams params() {
+    save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
+    QuantizeParams q;
+    q.model_path = path("model.onnx");
+    q.output_path = path("model_xint8.onnx");
+    q.preset = "XINT8";
+    q.calibration.data.random_samples = 16;
+    q.calibration.data.seed = 1;
+    quantize_job(q);
+    RequantizeParams p;
+    p.model_path = q.output_path;
+    p.output_path = path("model_bf16.onnx");
+    p.work_dir = path("work");
+    p.calibration = q.calibration;
+    p.evaluation.data.random_samples = 32;
+    p.evaluation.data.seed = 2;
+    p.target = parse_target("psnr>30");
+    return p;
+  }
+};
+
+TEST_F(RequantizeTest, StripsRequantizesAndReportsTheDelta) {
+  RequantizeParams p = params();
+  p.preset = "BF16";
+  const std::string before = read_file(p.model_path, "model");
+  const RequantizeReport r = requantize(p);
+  EXPECT_GT(r.strip.qdq_pairs, 0);
+  EXPECT_TRUE(fs::exists(r.stripped_path));
+  EXPECT_FALSE(r.previous_verdict.pass);
+  EXPECT_TRUE(r.new_verdict.pass) << r.new_verdict.reason;
+  EXPECT_GT(r.psnr_delta_db, 10.0);
+  EXPECT_DOUBLE_EQ(r.psnr_delta_db, r.new_metrics.at(0).psnr_db - r.previous_metrics.at(0).psnr_db);
+  EXPECT_TRUE(fs::exists(r.output_path));
+  EXPECT_TRUE(fs::exists(r.config_path));
+  EXPECT_EQ(analyze_model(load_model(r.output_path), r.output_path).quantization.state, QuantState::kCastPairs);
+  EXPECT_EQ(read_file(p.model_path, "model"), before);
+}
+
+TEST_F(RequantizeTest, AFloatModelIsRefusedBeforeAnyWork) {
+  RequantizeParams p = params();
+  p.preset = "BF16";
+  p.model_path = path("model.onnx");
+  try {
+    requantize(p);
+    FAIL() << "requantized a float model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("not quantized"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(p.output_path));
+  EXPECT_FALSE(fs::exists(path("work/stripped.onnx")));
+}
+
+TEST_F(RequantizeTest, NeedsANewConfig) {
+  RequantizeParams p = params();
+  EXPECT_THROW(requantize(p), Error);
+  EXPECT_FALSE(fs::exists(p.output_path));
+}
+
+}  // namespace
+}  // namespace mixprec
