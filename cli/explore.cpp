@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "mixprec/error.h"
+#include "mixprec/config.h"
 #include "mixprec/explore.h"
 #include "mixprec/model_io.h"
 #include "mixprec/metrics_report.h"
@@ -28,7 +29,7 @@ size_t abort_after_steps() {
 
 Command add_explore(CLI::App& app) {
   struct Flags {
-    std::string model, output, work_dir, target, ranking = "dynamic-range", preset = "XINT8";
+    std::string model, output, work_dir, target, ranking = "dynamic-range", preset = "XINT8", config, device = "ve2", lift = "BF16";
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
@@ -39,7 +40,7 @@ Command add_explore(CLI::App& app) {
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
-      "explore", "Find the fewest layers to lift from INT8 to BF16 for the model to meet its accuracy criterion");
+      "explore", "Find the fewest layers to lift from INT8 to BF16 (or FP16) for the model to meet its accuracy criterion");
   cmd->add_option("MODEL", flags->model, "float ONNX model")->required();
   cmd->add_option("--work-dir", flags->work_dir, "statistics, ledger.jsonl, sensitivity.json, final model and config")
       ->required();
@@ -47,10 +48,15 @@ Command add_explore(CLI::App& app) {
   cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
   flags->data.add_to(*cmd, "--data", 0);
   cmd->add_option("--preset", flags->preset, "the INT8 starting point (XINT8, A8W8, U8S8)")->capture_default_str();
+  cmd->add_option("--config", flags->config, "or a config file as the starting point (its integer layers are the candidates)");
+  cmd->add_option("--device", flags->device, "stx, ve2 or cpu: formats allowed and the expected speed-up")
+      ->capture_default_str();
   cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
   cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
   cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--bf16-budget", flags->budget, "largest share of compute layers lifted to BF16")
+  cmd->add_option("--lift", flags->lift, "precision of a promoted layer: BF16, or FP16 where the device runs it")
+      ->capture_default_str();
+  cmd->add_option("--bf16-budget", flags->budget, "largest share of candidate layers lifted")
       ->capture_default_str();
   cmd->add_option("--max-iters", flags->max_iterations, "most promotions tried (0: min(50, compute layers))")
       ->capture_default_str();
@@ -64,6 +70,9 @@ Command add_explore(CLI::App& app) {
             params.model_path = flags->model;
             params.work_dir = flags->work_dir;
             params.base_preset = flags->preset;
+            if (!flags->config.empty()) params.base_config = load_config(flags->config);
+            params.device = flags->device;
+            params.lift = flags->lift;
             params.evaluation = flags->data.resolve();
             params.calibration = params.evaluation;
             params.calibration.data.files = flags->calibration;
@@ -84,9 +93,9 @@ Command add_explore(CLI::App& app) {
             // kill or power cut would: the crash test of --resume.
             const size_t abort_after = abort_after_steps();
             const ExploreResult r = explore(params, [abort_after](const ExploreStep& s) {
-              std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  bf16 %3zu  %.2f s\n",
+              std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  lifted %3zu  %.2f s\n",
                           s.index, s.layer.c_str(), s.decision.c_str(), s.objective, s.psnr_db, 100 * s.pass_rate,
-                          s.bf16_layers, s.seconds);
+                          s.lifted_layers, s.seconds);
               std::fflush(stdout);
               if (abort_after != 0 && s.index >= abort_after) std::_Exit(kExitAborted);
             });
@@ -96,12 +105,14 @@ Command add_explore(CLI::App& app) {
             if (r.resumed_steps) std::cout << "resumed     " << r.resumed_steps << " steps from the ledger\n";
             std::cout << "task        " << to_string(r.task.type) << "\n"
                       << "stopped     " << r.stop_reason << "\n"
-                      << "bf16 layers " << r.bf16_layers.size() << " of " << r.compute_layers << " candidate layers\n";
-            for (const auto& layer : r.bf16_layers) std::cout << "            " << layer << "\n";
-            std::cout << metrics_table({{"full INT8", r.int8_metrics}, {"full BF16", r.bf16_metrics},
+                      << "lifted      " << r.lifted_layers.size() << " of " << r.compute_layers << " candidate layers to " << params.lift << "\n";
+            for (const auto& layer : r.lifted_layers) std::cout << "            " << layer << "\n";
+            std::cout << metrics_table({{"full INT8", r.int8_metrics}, {"full " + params.lift, r.lifted_metrics},
                                         {"final", r.final_metrics}})
                       << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason
                       << "\n"
+                      << "expected    " << r.final_time_vs_bf16 << "x the compute time of full BF16 on " << params.device
+                      << " (full INT8: " << r.int8_time_vs_bf16 << "x; nominal device speeds)\n"
                       << "spent       " << r.evaluations << " evaluations, " << r.seconds << " s (calibration "
                       << r.calibration_seconds << " s)\n"
                       << "work dir    " << r.final_model_path << ", " << r.final_config_path << ", " << r.ledger_path

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "print progress and info messages on stderr");
 
-  const std::vector<Command> commands = {add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
+  const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
                                          add_compare(app), add_explore(app), add_dry_run(app),
                                          add_requantize(app)};
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/config.h"
 #include "mixprec/metrics.h"
 #include "mixprec/pipeline.h"
 
@@ -37,11 +38,16 @@ struct ExploreParams {
   std::string model_path;
   std::string work_dir;
   std::string base_preset = "XINT8";  // the INT8 starting point
+  std::optional<QuantConfig> base_config;  // a config instead of a preset (its integer layers are the candidates)
+  std::string device = "ve2";         // its formats must include the base's; its speeds give the expected speed-up
   DataSpec calibration;
   DataSpec evaluation;
   Tolerance tolerance;
   std::optional<AccuracyTarget> target;
-  double bf16_budget = 0.3;   // share of the candidate layers that may be lifted
+  // The precision a promoted layer is lifted to: "BF16" (SPEC's default) or "FP16" on devices
+  // that run it (ve2, cpu): FP16 keeps 3 more mantissa bits where the range allows.
+  std::string lift = "BF16";
+  double bf16_budget = 0.3;   // share of the candidate layers that may be lifted (whatever `lift` is)
   size_t max_iterations = 0;  // 0: min(50, compute layers)
   Ranking ranking = Ranking::kDynamicRange;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
@@ -62,7 +68,7 @@ struct ExploreStep {
   double psnr_db = 0;             // worst output
   double pass_rate = 0;           // worst output
   bool meets_criterion = false;
-  size_t bf16_layers = 0;         // after the decision
+  size_t lifted_layers = 0;       // after the decision
   double seconds = 0;             // rewrite + evaluation
 };
 
@@ -72,13 +78,16 @@ struct ExploreResult {
   TaskInference task;
   size_t compute_layers = 0;       // candidates: every layer the base preset puts in integer formats
   std::vector<std::string> ranking;  // candidates, most sensitive first
-  std::vector<std::string> bf16_layers;  // the final assignment's lifted layers
-  std::vector<OutputMetrics> int8_metrics, bf16_metrics, final_metrics;
+  std::vector<std::string> lifted_layers;  // the final assignment's lifted layers
+  std::vector<OutputMetrics> int8_metrics, lifted_metrics, final_metrics;  // lifted: every candidate lifted
   Verdict final_verdict;
   std::vector<ExploreStep> steps;
   size_t evaluations = 0;          // evaluation passes spent (baselines, ranking, steps)
   size_t resumed_steps = 0;        // steps replayed from the ledger (resume)
   double calibration_seconds = 0;  // 0 when statistics were reused
+  // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of
+  // the device profile): final assignment and full INT8.
+  double final_time_vs_bf16 = 1, int8_time_vs_bf16 = 1;
   double seconds = 0;
   std::string final_model_path, final_config_path, ledger_path;
   std::vector<std::string> warnings;

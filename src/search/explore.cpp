@@ -83,10 +83,21 @@ class Explorer {
  private:
   void prepare() {
     const std::string& label = params_.model_path;
-    auto base = preset_config(params_.base_preset);
-    if (!base) throw_bad_input("", "unknown base preset '" + params_.base_preset + "'");
-    base_ = *base;
-    lifted_config_ = preset_config("BF16")->global;
+    if (params_.base_config) {
+      base_ = *params_.base_config;
+    } else {
+      auto base = preset_config(params_.base_preset);
+      if (!base) throw_bad_input("", "unknown base preset '" + params_.base_preset + "'");
+      base_ = *base;
+    }
+    const auto lift = preset_config(params_.lift);
+    const bool float_lift = lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_integer;
+    if (!float_lift) throw_bad_input("", "cannot lift layers to '" + params_.lift + "' (BF16 or FP16)");
+    lifted_config_ = lift->global;
+    lift_name_ = params_.lift;
+    const DeviceProfile& device = device_profile(params_.device);
+    if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
+    if (const auto why = device_rejects(device, formats_used(*lift))) throw_bad_input("", "lifting to " + params_.lift + ": " + *why);
     bench_ = std::make_unique<Workbench>(WorkbenchOptions{
         .model_path = label,
         .stats_path = (fs::path(params_.work_dir) / "stats.json").string(),
@@ -206,14 +217,14 @@ class Explorer {
   void save_best(const std::set<std::string>& lifted, const Score& e) {
     save_model(*e.model, result_.final_model_path);
     save_config(config_for(lifted), result_.final_config_path);
-    result_.bf16_layers.assign(lifted.begin(), lifted.end());
+    result_.lifted_layers.assign(lifted.begin(), lifted.end());
   }
 
   // Appends the step to the ledger (flushed) and the result, then reports it.
   void record(const ExploreStep& step, const Score& e) {
     Json line = {{"step", step.index},       {"layer", step.layer},         {"decision", step.decision},
                  {"objective", step.objective}, {"psnr_db", step.psnr_db},  {"pass_rate", step.pass_rate},
-                 {"meets_criterion", step.meets_criterion}, {"bf16_layers", step.bf16_layers},
+                 {"meets_criterion", step.meets_criterion}, {"lifted_layers", step.lifted_layers},
                  {"seconds", step.seconds}};
     Json outputs = Json::array();
     for (const auto& m : e.metrics) outputs.push_back(output_json(m));
@@ -232,11 +243,12 @@ class Explorer {
   Json settings() const {
     const DataSpec& data = params_.evaluation;
     return {{"model_fingerprint", model_fingerprint(bench_->prepared())},
-            {"base_preset", params_.base_preset},
+            {"base", params_.base_config ? config_to_json(*params_.base_config) : Json(params_.base_preset)},
             {"ranking", to_string(params_.ranking)},
             {"target", params_.target ? params_.target->text : ""},
             {"atol", params_.tolerance.atol},
             {"rtol", params_.tolerance.rtol},
+            {"lift", params_.lift},
             {"bf16_budget", params_.bf16_budget},
             {"max_iterations", params_.max_iterations},
             {"evaluation", {{"files", data.data.files},
@@ -278,7 +290,7 @@ class Explorer {
         step.psnr_db = j.at("psnr_db").get<double>();
         step.pass_rate = j.at("pass_rate").get<double>();
         step.meets_criterion = j.at("meets_criterion").get<bool>();
-        step.bf16_layers = j.at("bf16_layers").get<size_t>();
+        step.lifted_layers = j.at("lifted_layers").get<size_t>();
         step.seconds = j.at("seconds").get<double>();
         if (step.index != steps.size() + 1) throw_bad_input(result_.ledger_path, "line " + std::to_string(line_number) + ": step " + std::to_string(step.index) + " out of order");
         steps.push_back(std::move(step));
@@ -317,10 +329,10 @@ class Explorer {
       finish(best);
       return;
     }
-    const Score bf16 = evaluate(std::set<std::string>(candidates_.begin(), candidates_.end()));
-    result_.bf16_metrics = bf16.metrics;
-    if (!bf16.verdict.pass) {
-      result_.stop_reason = "full BF16 misses the criterion too (" + bf16.verdict.reason +
+    const Score all_lifted = evaluate(std::set<std::string>(candidates_.begin(), candidates_.end()));
+    result_.lifted_metrics = all_lifted.metrics;
+    if (!all_lifted.verdict.pass) {
+      result_.stop_reason = "full " + lift_name_ + " misses the criterion too (" + all_lifted.verdict.reason +
                             "): out of reach by precision alone";
       finish(best);
       return;
@@ -341,7 +353,7 @@ class Explorer {
         break;
       }
       if (lifted.size() >= budget) {
-        result_.stop_reason = "BF16 budget: " + std::to_string(lifted.size()) + " of " +
+        result_.stop_reason = lift_name_ + " budget: " + std::to_string(lifted.size()) + " of " +
                               std::to_string(candidates_.size()) + " candidate layers";
         break;
       }
@@ -382,7 +394,7 @@ class Explorer {
         best = e;
         if (!replaying) save_best(lifted, best);
       }
-      step.bf16_layers = lifted.size();
+      step.lifted_layers = lifted.size();
       if (replaying) {
         ++result_.resumed_steps;
         result_.steps.push_back(step);  // its ledger line is already on disk
@@ -413,6 +425,11 @@ class Explorer {
   void finish(const Score& best) {
     result_.final_metrics = best.metrics;
     result_.final_verdict = best.verdict;
+    const DeviceProfile& device = device_profile(params_.device);
+    const std::set<std::string> lifted(result_.lifted_layers.begin(), result_.lifted_layers.end());
+    result_.final_time_vs_bf16 = bench_->time_vs_full_bf16(config_for(lifted), device);
+    result_.int8_time_vs_bf16 = bench_->time_vs_full_bf16(base_, device);
+    for (const auto& note : bench_->macs().notes) log_warning(params_.model_path + ": MAC estimate: " + note);
   }
 
   void write_summary() const {
@@ -420,17 +437,22 @@ class Explorer {
     for (const auto& m : result_.final_metrics) metrics.push_back(output_json(m));
     const Json summary = {{"model", params_.model_path},
                           {"task", to_string(result_.task.type)},
-                          {"base_preset", params_.base_preset},
+                          {"base", params_.base_config ? config_to_json(*params_.base_config) : Json(params_.base_preset)},
                           {"ranking", to_string(params_.ranking)},
                           {"stop_reason", result_.stop_reason},
                           {"compute_layers", result_.compute_layers},
-                          {"bf16_layer_count", result_.bf16_layers.size()},
-                          {"bf16_layers", result_.bf16_layers},
+                          {"lift", lift_name_},
+                          {"lifted_layer_count", result_.lifted_layers.size()},
+                          {"lifted_layers", result_.lifted_layers},
                           {"verdict", {{"pass", result_.final_verdict.pass},
                                        {"criterion", result_.final_verdict.criterion},
                                        {"reason", result_.final_verdict.reason}}},
                           {"final_metrics", metrics},
                           {"evaluations", result_.evaluations},
+                          {"device", params_.device},
+                          {"expected_time_vs_full_bf16", {{"final", result_.final_time_vs_bf16},
+                                                          {"full_int8", result_.int8_time_vs_bf16},
+                                                          {"basis", "MAC-weighted nominal speeds of the device profile"}}},
                           {"steps", result_.steps.size()}};
     write_file_atomically((fs::path(params_.work_dir) / "summary.json").string(), summary.dump(2));
   }
@@ -441,6 +463,7 @@ class Explorer {
   ExploreResult result_;
   QuantConfig base_;
   LayerConfig lifted_config_;
+  std::string lift_name_;
   std::unique_ptr<Workbench> bench_;
   std::vector<std::string> candidates_;
   std::ofstream ledger_;

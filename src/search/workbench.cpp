@@ -76,6 +76,34 @@ std::vector<std::string> Workbench::integer_layers(const QuantConfig& config) co
   return layers;
 }
 
+const MacEstimate& Workbench::macs() {
+  if (!macs_) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& [name, tensor] : inputs_.front()) shapes[name] = tensor.shape();
+    macs_ = estimate_node_macs(prepared_, shapes, options_.model_path);
+  }
+  return *macs_;
+}
+
+std::map<std::string, FormatId> Workbench::node_formats(const QuantConfig& config, const DeviceProfile& device) const {
+  std::map<std::string, FormatId> formats;
+  for (const auto& a : assign_layers(config, prepared_, options_.model_path)) {
+    if (a.excluded || !a.config.input_tensors) continue;
+    FormatId format = a.config.input_tensors->format;
+    if (a.config.weight && relative_speed(device, a.config.weight->format) < relative_speed(device, format)) {
+      format = a.config.weight->format;
+    }
+    formats[a.node_name] = format;
+  }
+  return formats;
+}
+
+double Workbench::time_vs_full_bf16(const QuantConfig& config, const DeviceProfile& device) {
+  const MacEstimate& estimate = macs();
+  const double bf16 = estimated_time(estimate, node_formats(*preset_config("BF16"), device), device);
+  return bf16 > 0 ? estimated_time(estimate, node_formats(config, device), device) / bf16 : 1.0;
+}
+
 onnx::ModelProto Workbench::build(const QuantConfig& config) const {
   const auto assignment = assign_layers(config, prepared_, options_.model_path);
   QuantizeOptions options;

@@ -17,6 +17,8 @@
 #include "mixprec/analysis.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
+#include "mixprec/devices.h"
+#include "mixprec/macs.h"
 #include "mixprec/metrics.h"
 #include "mixprec/pipeline.h"
 #include "mixprec/runtime.h"
@@ -58,12 +60,23 @@ class Workbench {
   double calibration_seconds() const { return calibration_seconds_; }
   double reference_seconds() const { return reference_seconds_; }
   size_t samples() const { return inputs_.size(); }
+  const NamedTensors& sample(size_t index) const { return inputs_.at(index); }
   size_t evaluations() const { return evaluations_; }
   const std::string& data_description() const { return data_description_; }
 
   // The nodes `config` puts in integer formats (the layers a search may lift).
   std::vector<std::string> integer_layers(const QuantConfig& config) const;
   onnx::ModelProto build(const QuantConfig& config) const;
+  // MACs of the prepared model's nodes at the first evaluation sample's input shapes (once).
+  const MacEstimate& macs();
+  // The format that sets each node's MAC rate under `config` on `device`: the slower there of
+  // its activation and weight formats; nodes the config leaves in float are absent (float32).
+  std::map<std::string, FormatId> node_formats(const QuantConfig& config, const DeviceProfile& device) const;
+  // Expected compute time of `config` on `device` relative to full BF16 there (< 1: faster),
+  // from the MACs and the device's nominal relative speeds. kBadInput when the device cannot
+  // run one of the config's formats.
+  double time_vs_full_bf16(const QuantConfig& config, const DeviceProfile& device);
+
   // One rewrite and one pass over the cached samples, judged with the task's criterion or the target.
   Evaluation evaluate(const QuantConfig& config);
   // The same pass for a model built elsewhere (a quantized model given by the user).
@@ -85,6 +98,7 @@ class Workbench {
   std::vector<NamedTensors> references_;
   std::string data_description_;
   size_t evaluations_ = 0;
+  std::optional<MacEstimate> macs_;
 };
 
 }  // namespace mixprec

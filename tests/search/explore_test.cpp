@@ -58,7 +58,7 @@ TEST_F(ExploreTest, BothRankingsFindTheSensitiveLayerFirst) {
     const ExploreResult r = explore(params(ranking));
     ASSERT_FALSE(r.ranking.empty()) << to_string(ranking) << ": " << r.stop_reason;
     EXPECT_EQ(r.ranking.front(), "mix") << to_string(ranking);
-    EXPECT_EQ(r.bf16_layers, std::vector<std::string>{"mix"}) << to_string(ranking);
+    EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"}) << to_string(ranking);
     EXPECT_EQ(r.stop_reason, "criterion met");
     EXPECT_TRUE(r.final_verdict.pass);
     ASSERT_EQ(r.steps.size(), 1u);
@@ -109,7 +109,7 @@ TEST_F(ExploreTest, TwoLayersNeedTwoAcceptedSteps) {
   p.bf16_budget = 0.4;  // 2 of the 5 candidates (the default 30% allows only 1)
   const ExploreResult r = explore(p);
   EXPECT_EQ(r.stop_reason, "criterion met");
-  EXPECT_EQ(r.bf16_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
+  EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
   ASSERT_EQ(r.steps.size(), 2u);
   EXPECT_GT(r.steps[1].psnr_db, r.steps[0].psnr_db);
 }
@@ -122,7 +122,7 @@ TEST_F(ExploreTest, MaxIterationsStopsTheSearch) {
   EXPECT_EQ(r.stop_reason, "max iterations (1)");
   EXPECT_EQ(r.steps.size(), 1u);
   EXPECT_FALSE(r.final_verdict.pass);
-  EXPECT_EQ(r.bf16_layers.size(), 1u);  // the best so far is kept
+  EXPECT_EQ(r.lifted_layers.size(), 1u);  // the best so far is kept
 }
 
 TEST_F(ExploreTest, Bf16BudgetStopsTheSearch) {
@@ -131,7 +131,7 @@ TEST_F(ExploreTest, Bf16BudgetStopsTheSearch) {
   p.bf16_budget = 0.01;  // floor(0.01 x 5 candidates) = 0, and at least one layer is allowed
   const ExploreResult r = explore(p);
   EXPECT_NE(r.stop_reason.find("BF16 budget"), std::string::npos) << r.stop_reason;
-  EXPECT_EQ(r.bf16_layers.size(), 1u);
+  EXPECT_EQ(r.lifted_layers.size(), 1u);
 }
 
 TEST_F(ExploreTest, FullInt8PassingStopsBeforeAnySearch) {
@@ -163,10 +163,10 @@ TEST_F(ExploreTest, PromotionThatChangesNothingIsSkipped) {
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "echo");
   EXPECT_EQ(r.steps[0].decision, "skipped");
-  EXPECT_EQ(r.steps[0].bf16_layers, 0u);
+  EXPECT_EQ(r.steps[0].lifted_layers, 0u);
   EXPECT_EQ(r.steps[1].layer, "mix");
   EXPECT_EQ(r.steps[1].decision, "accepted");
-  EXPECT_EQ(r.bf16_layers, std::vector<std::string>{"mix"});
+  EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
   EXPECT_EQ(r.stop_reason, "criterion met");
 }
 
@@ -191,7 +191,7 @@ TEST_F(ExploreTest, SmallGainsEndOnThePlateauAndWorseningStepsAreRolledBack) {
       EXPECT_LT(step.psnr_db, best) << step.layer;
       ++rolled_back;
     }
-    EXPECT_EQ(step.bf16_layers, accepted.size()) << step.layer;  // a rolled-back layer is not kept
+    EXPECT_EQ(step.lifted_layers, accepted.size()) << step.layer;  // a rolled-back layer is not kept
   }
   ASSERT_GE(gains.size(), 3u);  // the plateau needs 3 accepted promotions
   EXPECT_LT(gains[gains.size() - 1] + gains[gains.size() - 2] + gains[gains.size() - 3], 0.5);
@@ -199,8 +199,27 @@ TEST_F(ExploreTest, SmallGainsEndOnThePlateauAndWorseningStepsAreRolledBack) {
   EXPECT_LT(best, 35.0);
   EXPECT_GT(rolled_back, 0u);
   std::sort(accepted.begin(), accepted.end());
-  EXPECT_EQ(r.bf16_layers, accepted);
+  EXPECT_EQ(r.lifted_layers, accepted);
   EXPECT_DOUBLE_EQ(r.final_metrics.at(0).psnr_db, best);  // the best so far is what is kept
+}
+
+TEST_F(ExploreTest, LiftsToFp16WhereTheDeviceRunsIt) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.lift = "FP16";
+  p.device = "stx";
+  try {
+    explore(p);
+    FAIL() << "lifted to FP16 on stx";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FP16 is not available on stx"), std::string::npos) << e.what();
+  }
+  p.device = "ve2";
+  const ExploreResult r = explore(p);
+  EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
+  EXPECT_TRUE(r.final_verdict.pass);
+  EXPECT_LT(r.final_time_vs_bf16, 1.0);  // int8 layers run at twice bf16's rate on ve2
+  p.lift = "XINT8";
+  EXPECT_THROW(explore(p), Error);
 }
 
 TEST(ExploreGuardrails, PromotionDecisions) {
@@ -243,7 +262,7 @@ TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
   EXPECT_EQ(resumed.resumed_steps, 1u);
   EXPECT_EQ(reported, std::vector<size_t>{2});  // the replayed step is not run or reported again
   EXPECT_EQ(resumed.stop_reason, whole.stop_reason);
-  EXPECT_EQ(resumed.bf16_layers, whole.bf16_layers);
+  EXPECT_EQ(resumed.lifted_layers, whole.lifted_layers);
   EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
   EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
   EXPECT_EQ(file(path("stopped/final_config.json")), file(path("whole/final_config.json")));
@@ -254,7 +273,7 @@ TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
   // Resuming a finished run replays it all and evaluates only what the summary needs.
   const ExploreResult again = explore(p);
   EXPECT_EQ(again.resumed_steps, 2u);
-  EXPECT_EQ(again.bf16_layers, whole.bf16_layers);
+  EXPECT_EQ(again.lifted_layers, whole.lifted_layers);
   EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
 }
 
@@ -295,7 +314,7 @@ TEST_F(ExploreTest, ResumeDropsALineCutByACrash) {
   const ExploreResult resumed = explore(p);
   EXPECT_EQ(resumed.resumed_steps, 1u);
   EXPECT_EQ(ledger_without_timings(whole.ledger_path), lines);
-  EXPECT_EQ(resumed.bf16_layers, whole.bf16_layers);
+  EXPECT_EQ(resumed.lifted_layers, whole.lifted_layers);
 }
 
 }  // namespace

@@ -1,0 +1,102 @@
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "common.h"
+#include "mixprec/error.h"
+#include "mixprec/guide.h"
+
+namespace mixprec::cli {
+
+Command add_guide(CLI::App& app) {
+  struct Flags {
+    std::string model, config, device = "ve2", mode = "full", stage = "compile", target, work_dir, env_script;
+    std::string ranking = "dynamic-range", lift = "BF16";
+    bool explore = false;
+    std::vector<std::string> calibration;
+    SampleFlags data;
+    RuntimeFlags runtime;
+    Tolerance tolerance;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "guide", "The whole workflow in one command: analyze, baseline, quantize, validate, explore, compile/exec");
+  cmd->add_option("--model", flags->model, "float ONNX model (quantized, with --mode requantize)")->required();
+  cmd->add_option("--config", flags->config, "Quark-style config JSON (default: proposed from the analysis)");
+  cmd->add_option("--device", flags->device, "stx, ve2 or cpu")->capture_default_str();
+  cmd->add_option("--mode", flags->mode, "full, dry-run or requantize")->capture_default_str();
+  cmd->add_option("--stage", flags->stage, "compile, or exec to also time FP32 vs the final model")
+      ->capture_default_str();
+  cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
+  cmd->add_option("--ranking", flags->ranking, "exploration ranking: dynamic-range or measured")->capture_default_str();
+  cmd->add_option("--lift", flags->lift, "exploration lifts layers to BF16, or FP16 where the device runs it")
+      ->capture_default_str();
+  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
+  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
+  flags->data.add_to(*cmd, "--data", 0);
+  cmd->add_option("--work-dir", flags->work_dir, "every file the run writes (default: MODEL_STEM.mixprec)");
+  cmd->add_option("-t", flags->env_script, "environment script: NAME=VALUE lines applied before any work");
+  flags->runtime.add_to(*cmd);
+  cmd->footer(std::string(kExitCodesHelp) + " guide exits 3 when the final model misses the criterion.");
+  return {cmd, [flags] {
+            GuideParams params;
+            params.model_path = flags->model;
+            params.config_path = flags->config;
+            params.device = flags->device;
+            const auto mode = guide_mode_from_name(flags->mode);
+            if (!mode) throw_bad_input("", "unknown --mode '" + flags->mode + "' (full, dry-run, requantize)");
+            params.mode = *mode;
+            const auto stage = guide_stage_from_name(flags->stage);
+            if (!stage) throw_bad_input("", "unknown --stage '" + flags->stage + "' (compile, exec)");
+            params.stage = *stage;
+            params.explore = flags->explore;
+            const auto ranking = ranking_from_name(flags->ranking);
+            if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured)");
+            params.ranking = *ranking;
+            params.lift = flags->lift;
+            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.tolerance = flags->tolerance;
+            params.evaluation = flags->data.resolve();
+            params.calibration = params.evaluation;
+            params.calibration.data.files = flags->calibration;
+            params.calibration.data.random_samples = 0;
+            if (params.evaluation.data.files.empty() && params.evaluation.data.random_samples == 0) {
+              std::cerr << "warning: no --data: evaluating on the calibration data; give held-out samples with --data\n";
+              params.evaluation.data.files = flags->calibration;
+            }
+            params.work_dir = flags->work_dir.empty()
+                                  ? std::filesystem::path(flags->model).stem().string() + ".mixprec"
+                                  : flags->work_dir;
+            if (!flags->env_script.empty()) {
+              const auto variables = read_env_script(flags->env_script);
+              for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+              std::cout << "environment: " << variables.size() << " variables from " << flags->env_script << "\n";
+            }
+            params.session = flags->runtime.resolve();
+            params.progress = progress_bar("calibrating");
+            std::cout << "mixprec guide: " << params.model_path << ", mode " << to_string(params.mode) << ", device "
+                      << params.device << ", stage " << to_string(params.stage)
+                      << (params.explore ? ", explore" : "") << ", work dir " << params.work_dir << "\n";
+            const GuideReport r = guide(params, [](const GuidePhase& phase) {
+              std::printf("\n== %s: %s (%.2f s)\n", phase.name.c_str(), phase.status.c_str(), phase.seconds);
+              for (const auto& line : phase.lines) std::printf("   %s\n", line.c_str());
+              std::fflush(stdout);
+            });
+            std::cout << "\n== report\n";
+            for (const auto& phase : r.phases) {
+              std::printf("   %-11s %-8s %8.2f s\n", phase.name.c_str(), phase.status.c_str(), phase.seconds);
+            }
+            if (!r.final_model_path.empty()) {
+              std::cout << "   model   " << r.final_model_path << "\n   config  " << r.final_config_path << "\n";
+            }
+            std::cout << "   " << r.outcome << "\n";
+            if (params.mode == GuideMode::kDryRun) return kExitOk;
+            return r.pass ? kExitOk : kExitAccuracyFailure;
+          }};
+}
+
+}  // namespace mixprec::cli

@@ -1,0 +1,73 @@
+// guide: the one entry point (SPEC "The workflow"). Runs the phases in order — analyze,
+// config, calibrate, baseline, quantize, validate, explore (optional), compile/exec — and
+// reports each as it ends, then the outcome. Modes dry-run and requantize hand over to
+// mixprec/workflow.h. Headless: it never waits for input.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mixprec/explore.h"
+#include "mixprec/workflow.h"
+
+namespace mixprec {
+
+enum class GuideMode { kFull, kDryRun, kRequantize };
+enum class GuideStage { kCompile, kExec };
+const char* to_string(GuideMode mode);
+const char* to_string(GuideStage stage);
+std::optional<GuideMode> guide_mode_from_name(const std::string& name);    // full, dry-run, requantize
+std::optional<GuideStage> guide_stage_from_name(const std::string& name);  // compile, exec
+
+struct GuideParams {
+  std::string model_path;
+  std::string config_path;      // empty: propose one from the analysis and the device
+  std::string device = "ve2";
+  GuideMode mode = GuideMode::kFull;
+  GuideStage stage = GuideStage::kCompile;
+  bool explore = false;
+  Ranking ranking = Ranking::kDynamicRange;
+  std::string lift = "BF16";    // explore: BF16, or FP16 on devices that run it
+  std::optional<AccuracyTarget> target;
+  Tolerance tolerance;          // atol 0.015, rtol 0.01
+  DataSpec calibration;
+  DataSpec evaluation;
+  std::string work_dir;
+  SessionOptions session;       // the execution provider of compile/exec; accuracy runs use CPU
+  size_t latency_runs = 20;     // exec: timed runs per model (after one warm-up)
+  ProgressFn progress;          // calibration progress
+};
+
+struct GuidePhase {
+  std::string name;             // "analyze", "config", "calibrate", "baseline", "quantize", ...
+  std::string status;           // "done", "pass", "fail", "skipped", "not run"
+  std::vector<std::string> lines;  // what it found, one fact per line
+  double seconds = 0;
+};
+
+struct GuideReport {
+  GuideMode mode = GuideMode::kFull;
+  std::vector<GuidePhase> phases;
+  std::string final_model_path, final_config_path;
+  bool pass = false;            // the final model meets the criterion (dry-run: always false)
+  std::string outcome;          // one paragraph: what to use and why
+  std::optional<DryRunReport> dry_run;
+  std::optional<RequantizeReport> requantize;
+  std::optional<ExploreResult> explore;
+  std::vector<std::string> warnings;
+};
+
+// Called as each phase ends.
+using PhaseCallback = std::function<void(const GuidePhase&)>;
+
+GuideReport guide(const GuideParams& params, const PhaseCallback& on_phase = {});
+
+// An environment script (-t): `NAME=VALUE` and `export NAME=VALUE` lines, values optionally
+// quoted; blank lines and # comments are skipped. Anything else (a command, a `source`) is
+// kBadInput naming the line, since it cannot be applied without a shell.
+std::vector<std::pair<std::string, std::string>> read_env_script(const std::string& path);
+
+}  // namespace mixprec

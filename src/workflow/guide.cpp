@@ -1,0 +1,465 @@
+// guide: SPEC's phases in order, each reported as it ends. Full mode:
+//   analyze -> config (given, or proposed from the analysis and the device) -> calibrate ->
+//   baseline (FP32 reference, cached) -> quantize -> validate -> explore (when asked and the
+//   config misses) -> compile (session with every graph optimization on the chosen provider,
+//   coverage and islands of the final model) -> exec (latency FP32 vs final, when asked).
+// dry-run and requantize modes run mixprec/workflow.h and report it as phases.
+#include "mixprec/guide.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "mixprec/devices.h"
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+#include "mixprec/run.h"
+#include "mixprec/workflow_report.h"
+#include "search/workbench.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string fixed(double value, int digits = 2) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+struct ModeRow {
+  GuideMode mode;
+  const char* name;
+};
+constexpr ModeRow kModes[] = {{GuideMode::kFull, "full"}, {GuideMode::kDryRun, "dry-run"}, {GuideMode::kRequantize, "requantize"}};
+struct StageRow {
+  GuideStage stage;
+  const char* name;
+};
+constexpr StageRow kStages[] = {{GuideStage::kCompile, "compile"}, {GuideStage::kExec, "exec"}};
+
+// The starting config when the user gives none: one row per (device kind, architecture).
+struct ProposalRow {
+  bool power_of_two_device;
+  bool transformer;
+  const char* preset;
+  const char* why;
+};
+constexpr ProposalRow kProposals[] = {
+    {true, false, "XINT8",
+     "a CNN on an NPU: int8 with power-of-two scales everywhere (the device requires them), PowerOfTwo_MinMSE "
+     "calibration"},
+    {true, true, "XINT8",
+     "a transformer on an NPU: power-of-two int8 is what the device runs fastest; attention and normalization "
+     "inputs are the usual BF16 candidates, so add --explore if it misses"},
+    {false, false, "A8W8",
+     "a CNN on CPU: int8 with per-channel weights and int32 bias, what ONNX Runtime's int8 kernels run"},
+    {false, true, "A8W8",
+     "a transformer on CPU: int8 MatMuls with per-channel weights; softmax and normalization stay float"},
+};
+
+bool looks_like_transformer(const ModelAnalysis& analysis) {
+  int64_t conv = 0, matmul = 0;
+  for (const auto& op : analysis.compute_ops) {
+    if (op.op_type == "Conv" || op.op_type == "ConvTranspose") conv += op.total;
+    if (op.op_type == "MatMul" || op.op_type == "Gemm") matmul += op.total;
+  }
+  bool attention_ops = false;
+  for (const auto& op : analysis.op_histogram) {
+    if (op.op_type == "Softmax" || op.op_type == "LayerNormalization") attention_ops = true;
+  }
+  return matmul > conv && attention_ops;
+}
+
+std::string worst_line(const std::vector<OutputMetrics>& metrics) {
+  double psnr = kMaxDb, pass = 1;
+  std::optional<double> top1;
+  for (const auto& m : metrics) {
+    psnr = std::min(psnr, m.psnr_db);
+    pass = std::min(pass, m.pass_rate);
+    if (m.top1_agreement) top1 = std::min(top1.value_or(1.0), *m.top1_agreement);
+  }
+  std::string line = "worst output: PSNR " + fixed(psnr) + " dB, pass rate " + fixed(100 * pass, 3) + "%";
+  if (top1) line += ", top-1 agreement " + fixed(100 * *top1, 2) + "%";
+  return line;
+}
+
+LatencyStats time_runs(const Session& session, const NamedTensors& sample, size_t runs) {
+  session.run(sample);  // warm-up: first-run allocations and lazy initialisation
+  std::vector<double> times;
+  for (size_t i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    session.run(sample);
+    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return summarize_latency(std::move(times));
+}
+
+class Guide {
+ public:
+  Guide(const GuideParams& params, const PhaseCallback& on_phase) : params_(params), on_phase_(on_phase) {}
+
+  GuideReport run() {
+    WarningCollector warnings;
+    report_.mode = params_.mode;
+    device_ = &device_profile(params_.device);  // an unknown device fails before any work
+    if (params_.work_dir.empty()) throw_bad_input("", "guide needs a work dir");
+    fs::create_directories(params_.work_dir);
+    switch (params_.mode) {
+      case GuideMode::kFull: full(); break;
+      case GuideMode::kDryRun: dry(); break;
+      case GuideMode::kRequantize: requantize_mode(); break;
+    }
+    report_.warnings = warnings.warnings();
+    return report_;
+  }
+
+ private:
+  GuidePhase& begin(const std::string& name) {
+    phase_start_ = Clock::now();
+    current_ = GuidePhase{.name = name, .status = "done"};
+    return current_;
+  }
+  // `seconds`: the phase's own time when it is measured inside a longer step.
+  void end(std::optional<double> seconds = std::nullopt) {
+    current_.seconds = seconds.value_or(seconds_since(phase_start_));
+    report_.phases.push_back(current_);
+    if (on_phase_) on_phase_(current_);
+  }
+  std::string work_file(const std::string& name) const { return (fs::path(params_.work_dir) / name).string(); }
+
+  // --- full mode -------------------------------------------------------------------------
+  void full() {
+    const ModelAnalysis analysis = analyze();
+    const QuantConfig config = choose_config(analysis);
+
+    begin("calibrate");
+    Workbench bench({.model_path = params_.model_path,
+                     .stats_path = work_file("stats.json"),
+                     .calibration = params_.calibration,
+                     .evaluation = params_.evaluation,
+                     .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
+                     .fold_batchnorm = config.extra.convert_bn_to_conv,
+                     .tolerance = params_.tolerance,
+                     .target = params_.target,
+                     .session = accuracy_session(),
+                     .progress = params_.progress});
+    current_.lines.push_back(bench.stats_reused()
+                                 ? "statistics reused from " + work_file("stats.json")
+                                 : bench.stats().data_description + " in " + fixed(bench.calibration_seconds()) +
+                                       " s, saved to " + work_file("stats.json"));
+    current_.lines.push_back(std::to_string(bench.stats().tensors.size()) + " tensors (min/max/histogram, streamed)");
+    end(bench.calibration_seconds());
+
+    begin("baseline");
+    current_.lines.push_back("FP32 on CPU, " + bench.data_description() + ": " +
+                             fixed(1000 * bench.reference_seconds() / static_cast<double>(bench.samples())) +
+                             " ms per sample; outputs cached as the reference");
+    end(bench.reference_seconds());
+
+    begin("quantize");
+    const Evaluation quantized = bench.evaluate(config);
+    report_.final_model_path = work_file("quantized.onnx");
+    report_.final_config_path = work_file("quantized.config.json");
+    save_model(*quantized.model, report_.final_model_path);
+    save_config(config, report_.final_config_path);
+    const auto formats = bench.node_formats(config, *device_);
+    current_.lines.push_back(std::to_string(formats.size()) + " layers in " + format_names(config) + ", " +
+                             std::to_string(bench.integer_layers(config).size()) + " of them integer");
+    current_.lines.push_back("wrote " + report_.final_model_path + " and " + report_.final_config_path);
+    end();
+
+    begin("validate");
+    current_.status = quantized.verdict.pass ? "pass" : "fail";
+    current_.lines.push_back(worst_line(quantized.metrics));
+    current_.lines.push_back(quantized.verdict.criterion);
+    current_.lines.push_back(quantized.verdict.reason);
+    report_.pass = quantized.verdict.pass;
+    end();
+
+    explore_phase(config, quantized);
+    compile_phase(bench, config);
+
+    const double time = report_.explore ? report_.explore->final_time_vs_bf16
+                                        : bench.time_vs_full_bf16(config, *device_);
+    report_.outcome = std::string(report_.pass ? "PASS: " : "FAIL: ") + report_.final_model_path +
+                      (report_.pass ? " meets " : " misses ") + quantized.verdict.criterion +
+                      "; expected compute time on " + device_->name + ": " + fixed(time) + "x full BF16";
+    if (!report_.pass && !params_.explore) report_.outcome += ". Add --explore to search the layers to keep in higher precision";
+  }
+
+  ModelAnalysis analyze() {
+    begin("analyze");
+    const onnx::ModelProto model = load_model(params_.model_path);
+    ModelAnalysis analysis = analyze_model(model, params_.model_path);
+    if (analysis.quantization.state != QuantState::kFloat) {
+      throw_bad_input(params_.model_path, std::string("already quantized (") + to_string(analysis.quantization.state) +
+                                              "): use --mode requantize --config CONFIG to quantize it differently");
+    }
+    current_.lines.push_back("task " + std::string(to_string(analysis.task.type)) + ": " + analysis.task.reason);
+    std::string ops;
+    for (const auto& op : analysis.compute_ops) ops += (ops.empty() ? "" : ", ") + std::to_string(op.total) + " " + op.op_type;
+    current_.lines.push_back(std::to_string(analysis.coverage.compute_nodes) + " compute nodes (" + ops + "), " +
+                             std::to_string(analysis.node_count) + " nodes");
+    for (const auto& input : analysis.inputs) {
+      current_.lines.push_back("input " + input.name + " " + input.dtype + " " + dims_to_string(input.shape));
+    }
+    for (const auto& output : analysis.outputs) {
+      current_.lines.push_back("output " + output.name + " " + output.dtype + " " + dims_to_string(output.shape));
+    }
+    end();
+    return analysis;
+  }
+
+  QuantConfig choose_config(const ModelAnalysis& analysis) {
+    begin("config");
+    QuantConfig config;
+    if (!params_.config_path.empty()) {
+      config = load_config(params_.config_path);
+      current_.lines.push_back("given: " + params_.config_path);
+    } else {
+      const bool pow2 = device_->requires_power_of_two;
+      const bool transformer = looks_like_transformer(analysis);
+      for (const auto& row : kProposals) {
+        if (row.power_of_two_device == pow2 && row.transformer == transformer) {
+          config = *preset_config(row.preset);
+          current_.lines.push_back(std::string("proposed ") + row.preset + " for " + device_->name + ": " + row.why);
+        }
+      }
+    }
+    if (const auto why = device_rejects(*device_, formats_used(config))) {
+      throw_bad_input(params_.config_path.empty() ? params_.model_path : params_.config_path, *why);
+    }
+    current_.lines.push_back("formats: " + format_names(config));
+    end();
+    return config;
+  }
+
+  static std::string format_names(const QuantConfig& config) {
+    std::string names;
+    for (FormatId id : formats_used(config)) names += (names.empty() ? "" : ", ") + std::string(format_traits(id).name);
+    return names;
+  }
+
+  // Accuracy is always measured on CPU (exact emulation); the chosen provider serves compile/exec.
+  static SessionOptions accuracy_session() { return SessionOptions{}; }
+
+  void explore_phase(const QuantConfig& config, const Evaluation& quantized) {
+    begin("explore");
+    if (!params_.explore) {
+      current_.status = "not run";
+      current_.lines.push_back(quantized.verdict.pass ? "not needed: the config meets the criterion"
+                                                      : "the config misses the criterion: add --explore");
+      end();
+      return;
+    }
+    if (quantized.verdict.pass) {
+      current_.status = "skipped";
+      current_.lines.push_back("the config already meets the criterion: nothing to lift");
+      end();
+      return;
+    }
+    ExploreParams ep;
+    ep.model_path = params_.model_path;
+    ep.work_dir = params_.work_dir;
+    ep.base_config = config;
+    ep.device = params_.device;
+    ep.calibration = params_.calibration;
+    ep.evaluation = params_.evaluation;
+    ep.tolerance = params_.tolerance;
+    ep.target = params_.target;
+    ep.ranking = params_.ranking;
+    ep.lift = params_.lift;
+    ep.session = accuracy_session();
+    ExploreResult r = explore(ep, [this](const ExploreStep& s) {
+      current_.lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + s.decision + ", PSNR " +
+                               fixed(s.psnr_db) + " dB, pass " + fixed(100 * s.pass_rate, 3) + "%, " +
+                               std::to_string(s.lifted_layers) + " lifted, " + fixed(s.seconds) + " s");
+    });
+    current_.status = r.final_verdict.pass ? "pass" : "fail";
+    current_.lines.push_back("stopped: " + r.stop_reason);
+    std::string layers;
+    for (const auto& layer : r.lifted_layers) layers += (layers.empty() ? "" : ", ") + layer;
+    current_.lines.push_back(std::to_string(r.lifted_layers.size()) + " of " + std::to_string(r.compute_layers) +
+                             " layers lifted to " + params_.lift + (layers.empty() ? "" : ": " + layers));
+    if (!r.final_metrics.empty()) current_.lines.push_back(worst_line(r.final_metrics));
+    current_.lines.push_back(std::to_string(r.evaluations) + " evaluations, ranking " + to_string(params_.ranking) +
+                             "; ledger " + r.ledger_path);
+    report_.final_model_path = r.final_model_path;
+    report_.final_config_path = r.final_config_path;
+    report_.pass = r.final_verdict.pass;
+    report_.explore = std::move(r);
+    end();
+  }
+
+  void compile_phase(Workbench& bench, const QuantConfig& config) {
+    begin("compile");
+    SessionOptions options = params_.session;
+    options.optimization = GraphOptimization::kAll;
+    options.optimized_model_path = work_file("final.optimized.onnx");
+    const auto t0 = Clock::now();
+    const Session final_session = Session::from_file(report_.final_model_path, options);
+    current_.lines.push_back("session on " + params_.session.provider + " with every graph optimization: " +
+                             fixed(1000 * seconds_since(t0), 1) + " ms; optimized graph " + options.optimized_model_path);
+    const ModelAnalysis final_analysis = analyze_model(load_model(report_.final_model_path), report_.final_model_path);
+    const Coverage& c = final_analysis.coverage;
+    current_.lines.push_back("compute nodes: " + std::to_string(c.quantized) + " integer, " + std::to_string(c.bf16) +
+                             " bf16, " + std::to_string(c.fp16) + " fp16, " + std::to_string(c.float32) +
+                             " float32 of " + std::to_string(c.compute_nodes));
+    const IslandSummary& i = final_analysis.islands;
+    current_.lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) +
+                             " integer, " + std::to_string(i.bf16_islands) + " bf16, " +
+                             std::to_string(i.float_islands) + " float");
+    const QuantConfig final_config = load_config(report_.final_config_path);
+    current_.lines.push_back("expected compute time on " + std::string(device_->name) + ": " +
+                             fixed(bench.time_vs_full_bf16(final_config, *device_)) + "x full BF16, " +
+                             fixed(bench.time_vs_full_bf16(config, *device_)) + "x for the starting config (" +
+                             fixed(bench.macs().total / 1e6, 1) + " M MACs, nominal device speeds)");
+    for (const auto& note : bench.macs().notes) log_warning(params_.model_path + ": MAC estimate: " + note);
+    end();
+    if (params_.stage != GuideStage::kExec) return;
+
+    begin("exec");
+    options.optimized_model_path.clear();
+    const Session reference = Session::from_file(params_.model_path, options);
+    const LatencyStats fp32 = time_runs(reference, bench.sample(0), params_.latency_runs);
+    const LatencyStats final_latency = time_runs(final_session, bench.sample(0), params_.latency_runs);
+    current_.lines.push_back("FP32   min " + fixed(fp32.min_ms) + " ms, median " + fixed(fp32.median_ms) + " ms (" +
+                             std::to_string(fp32.runs) + " runs on " + params_.session.provider + ")");
+    current_.lines.push_back("final  min " + fixed(final_latency.min_ms) + " ms, median " +
+                             fixed(final_latency.median_ms) + " ms");
+    const double speedup = final_latency.median_ms > 0 ? fp32.median_ms / final_latency.median_ms : 0;
+    current_.lines.push_back("speed-up " + fixed(speedup) + "x (median)");
+    if (speedup < 1) {
+      current_.lines.push_back("red flag: slower than FP32 on " + params_.session.provider +
+                               ". BF16/FP16 layers run here as emulation (cast pairs), and int8 Q/DQ that the "
+                               "provider does not fuse into integer kernels only add work; time it on the device's "
+                               "own provider (--ep)");
+    }
+    end();
+  }
+
+  // --- the other modes -------------------------------------------------------------------
+  void dry() {
+    begin("dry-run");
+    DryRunParams p;
+    p.model_path = params_.model_path;
+    p.work_dir = params_.work_dir;
+    p.calibration = params_.calibration;
+    p.evaluation = params_.evaluation;
+    p.device = params_.device;
+    p.tolerance = params_.tolerance;
+    p.target = params_.target;
+    p.progress = params_.progress;
+    DryRunReport r = dry_run(p);
+    std::istringstream text(dry_run_text(r));
+    for (std::string line; std::getline(text, line);) current_.lines.push_back(line);
+    report_.outcome = "recommendation: " + r.recommendation.action + ": " + r.recommendation.reason;
+    write_file_atomically(work_file("dry_run.json"), dry_run_to_json(r).dump(2));
+    report_.dry_run = std::move(r);
+    end();
+  }
+
+  void requantize_mode() {
+    if (params_.config_path.empty()) throw_bad_input("", "--mode requantize needs --config (the new config)");
+    begin("requantize");
+    RequantizeParams p;
+    p.model_path = params_.model_path;
+    p.config_path = params_.config_path;
+    p.output_path = work_file("requantized.onnx");
+    p.work_dir = params_.work_dir;
+    p.calibration = params_.calibration;
+    p.evaluation = params_.evaluation;
+    p.tolerance = params_.tolerance;
+    p.target = params_.target;
+    p.progress = params_.progress;
+    RequantizeReport r = requantize(p);
+    std::istringstream text(requantize_text(r));
+    for (std::string line; std::getline(text, line);) current_.lines.push_back(line);
+    current_.status = r.new_verdict.pass ? "pass" : "fail";
+    report_.pass = r.new_verdict.pass;
+    report_.final_model_path = r.output_path;
+    report_.final_config_path = r.config_path;
+    report_.outcome = std::string(r.new_verdict.pass ? "PASS: " : "FAIL: ") + r.output_path + "; worst PSNR " +
+                      (r.psnr_delta_db >= 0 ? "+" : "") + fixed(r.psnr_delta_db) + " dB against the previous quantization";
+    report_.requantize = std::move(r);
+    end();
+  }
+
+  const GuideParams& params_;
+  const PhaseCallback& on_phase_;
+  const DeviceProfile* device_ = nullptr;
+  GuideReport report_;
+  GuidePhase current_;
+  Clock::time_point phase_start_;
+};
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t\r") - first + 1);
+}
+
+}  // namespace
+
+const char* to_string(GuideMode mode) {
+  for (const auto& row : kModes) {
+    if (row.mode == mode) return row.name;
+  }
+  return "?";
+}
+const char* to_string(GuideStage stage) {
+  for (const auto& row : kStages) {
+    if (row.stage == stage) return row.name;
+  }
+  return "?";
+}
+std::optional<GuideMode> guide_mode_from_name(const std::string& name) {
+  for (const auto& row : kModes) {
+    if (name == row.name) return row.mode;
+  }
+  return std::nullopt;
+}
+std::optional<GuideStage> guide_stage_from_name(const std::string& name) {
+  for (const auto& row : kStages) {
+    if (name == row.name) return row.stage;
+  }
+  return std::nullopt;
+}
+
+GuideReport guide(const GuideParams& params, const PhaseCallback& on_phase) { return Guide(params, on_phase).run(); }
+
+std::vector<std::pair<std::string, std::string>> read_env_script(const std::string& path) {
+  std::istringstream lines(read_file(path, "environment script"));
+  std::vector<std::pair<std::string, std::string>> variables;
+  size_t number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    if (line.rfind("export ", 0) == 0) line = trim(line.substr(7));
+    const auto eq = line.find('=');
+    const std::string name = eq == std::string::npos ? "" : line.substr(0, eq);
+    const bool valid_name = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                                std::string::npos;
+    if (!valid_name) {
+      throw_bad_input(path, "line " + std::to_string(number) + ": '" + line +
+                                "' is not NAME=VALUE (only variable assignments can be applied without a shell)");
+    }
+    std::string value = line.substr(eq + 1);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    variables.emplace_back(name, value);
+  }
+  return variables;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,153 @@
+// guide: the phases in order on a model whose sensitive layer is known, the modes, and the
+// environment script.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "mixprec/error.h"
+#include "mixprec/guide.h"
+#include "mixprec/model_io.h"
+#include "support/explore_models.h"
+#include "support/temp_dir.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+
+class GuideTest : public testing::TempDirTest {
+ protected:
+  GuideParams params() {
+    save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
+    GuideParams p;
+    p.model_path = path("model.onnx");
+    p.work_dir = path("work");
+    p.calibration.data.random_samples = 16;
+    p.calibration.data.seed = 1;
+    p.evaluation.data.random_samples = 32;
+    p.evaluation.data.seed = 2;
+    p.target = parse_target("psnr>30");
+    p.latency_runs = 3;
+    return p;
+  }
+  static std::vector<std::string> names(const GuideReport& r) {
+    std::vector<std::string> out;
+    for (const auto& phase : r.phases) out.push_back(phase.name);
+    return out;
+  }
+  static const GuidePhase& phase(const GuideReport& r, const std::string& name) {
+    for (const auto& phase : r.phases) {
+      if (phase.name == name) return phase;
+    }
+    throw std::runtime_error("no phase " + name);
+  }
+};
+
+TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
+  GuideParams p = params();
+  p.explore = true;
+  p.stage = GuideStage::kExec;
+  std::vector<std::string> reported;
+  const GuideReport r = guide(p, [&](const GuidePhase& phase) { reported.push_back(phase.name); });
+  const std::vector<std::string> expected = {"analyze",  "config",  "calibrate", "baseline", "quantize",
+                                             "validate", "explore", "compile",   "exec"};
+  EXPECT_EQ(names(r), expected);
+  EXPECT_EQ(reported, expected);  // each phase is reported as it ends
+  EXPECT_NE(phase(r, "config").lines.at(0).find("proposed XINT8 for ve2"), std::string::npos);
+  EXPECT_EQ(phase(r, "validate").status, "fail");  // full XINT8 rounds "mix" away
+  EXPECT_EQ(phase(r, "explore").status, "pass");
+  ASSERT_TRUE(r.explore.has_value());
+  EXPECT_EQ(r.explore->lifted_layers, std::vector<std::string>{"mix"});
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.final_model_path, path("work/final.onnx"));
+  EXPECT_TRUE(fs::exists(path("work/quantized.onnx")));  // the starting config's model is kept too
+  EXPECT_TRUE(fs::exists(path("work/final.optimized.onnx")));
+  EXPECT_EQ(r.outcome.rfind("PASS", 0), 0u) << r.outcome;
+}
+
+TEST_F(GuideTest, WithoutExploreAMissIsReportedWithTheNextStep) {
+  const GuideReport r = guide(params());
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(phase(r, "explore").status, "not run");
+  EXPECT_NE(r.outcome.find("--explore"), std::string::npos) << r.outcome;
+  EXPECT_EQ(r.final_model_path, path("work/quantized.onnx"));
+  EXPECT_EQ(names(r).back(), "compile");  // no exec unless asked
+}
+
+TEST_F(GuideTest, AGivenConfigIsUsedAndCheckedAgainstTheDevice) {
+  GuideParams p = params();
+  p.config_path = path("fp16.json");
+  std::ofstream(p.config_path) << R"({"global_config": {"input_tensors": {"spec": "Float16Spec"}, "weight": {"spec": "Float16Spec"}}})";
+  p.device = "stx";
+  try {
+    guide(p);
+    FAIL() << "FP16 accepted on stx";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FP16 is not available on stx"), std::string::npos) << e.what();
+  }
+  p.device = "ve2";
+  const GuideReport r = guide(p);
+  EXPECT_TRUE(r.pass);
+  EXPECT_NE(phase(r, "config").lines.at(0).find("given"), std::string::npos);
+}
+
+TEST_F(GuideTest, AQuantizedModelInFullModePointsToRequantize) {
+  GuideParams p = params();
+  guide(p);  // writes work/quantized.onnx
+  p.model_path = path("work/quantized.onnx");
+  p.work_dir = path("work2");
+  try {
+    guide(p);
+    FAIL() << "quantized a quantized model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("--mode requantize"), std::string::npos) << e.what();
+  }
+  p.mode = GuideMode::kRequantize;
+  EXPECT_THROW(guide(p), Error);  // requantize needs the new config
+  p.config_path = path("bf16.json");
+  std::ofstream(p.config_path) << R"({"global_config": {"input_tensors": {"spec": "BFloat16Spec"}, "weight": {"spec": "BFloat16Spec"}}})";
+  const GuideReport r = guide(p);
+  ASSERT_TRUE(r.requantize.has_value());
+  EXPECT_TRUE(r.pass);
+  EXPECT_GT(r.requantize->psnr_delta_db, 10.0);
+}
+
+TEST_F(GuideTest, DryRunModeWritesItsTableAndRecommendation) {
+  GuideParams p = params();
+  p.mode = GuideMode::kDryRun;
+  const GuideReport r = guide(p);
+  EXPECT_EQ(names(r), std::vector<std::string>{"dry-run"});
+  ASSERT_TRUE(r.dry_run.has_value());
+  EXPECT_EQ(r.dry_run->recommendation.action, "explore");
+  EXPECT_TRUE(fs::exists(path("work/dry_run.json")));
+}
+
+TEST_F(GuideTest, EnvironmentScriptAssignmentsAreReadAndCommandsRefused) {
+  std::ofstream(path("env.sh")) << "# set up\nexport XLNX_TARGET=ve2\nORT_LOG='verbose'\n\nMIXPREC_X=\"a b\"\n";
+  const auto vars = read_env_script(path("env.sh"));
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"XLNX_TARGET", "ve2"}, {"ORT_LOG", "verbose"}, {"MIXPREC_X", "a b"}};
+  EXPECT_EQ(vars, expected);
+  std::ofstream(path("bad.sh")) << "export A=1\nsource /opt/xilinx/setup.sh\n";
+  try {
+    read_env_script(path("bad.sh"));
+    FAIL() << "accepted a command";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(read_env_script(path("missing.sh")), Error);
+}
+
+TEST(GuideNames, ModesAndStages) {
+  EXPECT_EQ(guide_mode_from_name("dry-run"), GuideMode::kDryRun);
+  EXPECT_EQ(guide_mode_from_name("requantize"), GuideMode::kRequantize);
+  EXPECT_EQ(guide_mode_from_name("fast"), std::nullopt);
+  EXPECT_EQ(guide_stage_from_name("exec"), GuideStage::kExec);
+  EXPECT_STREQ(to_string(GuideStage::kCompile), "compile");
+}
+
+}  // namespace
+}  // namespace mixprec
