@@ -29,7 +29,7 @@ size_t abort_after_steps() {
 
 Command add_explore(CLI::App& app) {
   struct Flags {
-    std::string model, output, work_dir, target, ranking = "dynamic-range", preset = "XINT8", config, device = "ve2", lift = "BF16";
+    std::string model, output, work_dir, target, ranking = "dynamic-range", search = "greedy", preset = "XINT8", config, device = "ve2", lift = "BF16";
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
@@ -60,7 +60,10 @@ Command add_explore(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-iters", flags->max_iterations, "most promotions tried (0: min(50, compute layers))")
       ->capture_default_str();
-  cmd->add_option("--ranking", flags->ranking, "dynamic-range or measured")->capture_default_str();
+  cmd->add_option("--ranking", flags->ranking, "dynamic-range, measured (one evaluation per layer) or layer-error (two passes)")->capture_default_str();
+  cmd->add_option("--search", flags->search,
+                  "greedy (one promotion per step, SPEC's guardrails) or bisection (fewest top-ranked layers, ~log2 steps)")
+      ->capture_default_str();
   cmd->add_flag("--resume", flags->resume,
                 "continue a stopped run from the work dir's ledger (same settings); ends as an uninterrupted run would");
   flags->runtime.add_to(*cmd);
@@ -84,8 +87,11 @@ Command add_explore(CLI::App& app) {
             params.bf16_budget = flags->budget;
             params.max_iterations = flags->max_iterations;
             const auto ranking = ranking_from_name(flags->ranking);
-            if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured)");
+            if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured, layer-error)");
             params.ranking = *ranking;
+            const auto search = search_mode_from_name(flags->search);
+            if (!search) throw_bad_input("", "unknown --search '" + flags->search + "' (greedy, bisection)");
+            params.search = *search;
             params.session = flags->runtime.resolve();
             params.resume = flags->resume;
             params.progress = progress_bar("calibrating");

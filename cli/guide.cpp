@@ -13,7 +13,7 @@ namespace mixprec::cli {
 Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, device = "ve2", mode = "full", stage = "compile", target, work_dir, env_script;
-    std::string ranking = "dynamic-range", lift = "BF16";
+    std::string ranking = "dynamic-range", search = "greedy", lift = "BF16";
     bool explore = false;
     std::vector<std::string> calibration;
     SampleFlags data;
@@ -30,7 +30,8 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--stage", flags->stage, "compile, or exec to also time FP32 vs the final model")
       ->capture_default_str();
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
-  cmd->add_option("--ranking", flags->ranking, "exploration ranking: dynamic-range or measured")->capture_default_str();
+  cmd->add_option("--ranking", flags->ranking, "exploration ranking: dynamic-range, measured or layer-error")->capture_default_str();
+  cmd->add_option("--search", flags->search, "exploration search: greedy or bisection")->capture_default_str();
   cmd->add_option("--lift", flags->lift, "exploration lifts layers to BF16, or FP16 where the device runs it")
       ->capture_default_str();
   cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
@@ -55,9 +56,12 @@ Command add_guide(CLI::App& app) {
             params.stage = *stage;
             params.explore = flags->explore;
             const auto ranking = ranking_from_name(flags->ranking);
-            if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured)");
+            if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured, layer-error)");
             params.ranking = *ranking;
             params.lift = flags->lift;
+            const auto search = search_mode_from_name(flags->search);
+            if (!search) throw_bad_input("", "unknown --search '" + flags->search + "' (greedy, bisection)");
+            params.search = *search;
             if (!flags->target.empty()) params.target = parse_target(flags->target);
             params.tolerance = flags->tolerance;
             params.evaluation = flags->data.resolve();

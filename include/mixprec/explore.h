@@ -30,9 +30,18 @@ namespace mixprec {
 enum class Ranking {
   kDynamicRange,  // max |activation| over the layer's inputs seen in calibration (no evaluation)
   kMeasured,      // objective gain when only that layer is lifted to BF16 (one evaluation each)
+  kLayerError,    // noise each layer adds in full INT8: output noise-to-signal ratio minus its
+                  // inputs' worst, from one FP32 and one INT8 pass with every layer exposed
 };
 const char* to_string(Ranking ranking);
 std::optional<Ranking> ranking_from_name(const std::string& name);
+
+enum class SearchMode {
+  kGreedy,     // SPEC: one promotion per step in ranking order, with the skip/rollback/plateau guardrails
+  kBisection,  // the smallest k whose top-k ranked layers meet the criterion, ~log2(budget) evaluations
+};
+const char* to_string(SearchMode mode);
+std::optional<SearchMode> search_mode_from_name(const std::string& name);
 
 struct ExploreParams {
   std::string model_path;
@@ -50,6 +59,7 @@ struct ExploreParams {
   double bf16_budget = 0.3;   // share of the candidate layers that may be lifted (whatever `lift` is)
   size_t max_iterations = 0;  // 0: min(50, compute layers)
   Ranking ranking = Ranking::kDynamicRange;
+  SearchMode search = SearchMode::kGreedy;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
   // disk are reused, the ledger's steps are replayed without evaluation, and the search goes on
   // from the first step not recorded, ending as an uninterrupted run would. The run's settings
@@ -63,7 +73,8 @@ struct ExploreParams {
 struct ExploreStep {
   size_t index = 0;
   std::string layer;              // the layer promoted in this step
-  std::string decision;           // "accepted", "skipped" (no gain), "rolled back" (worse)
+  std::string decision;           // greedy: "accepted", "skipped" (no gain), "rolled back" (worse);
+                                  // bisection: "meets" or "misses" (the layer is "top <k>")
   double objective = 0;           // see ExploreResult::objective_name
   double psnr_db = 0;             // worst output
   double pass_rate = 0;           // worst output

@@ -30,6 +30,7 @@ struct GuideParams {
   GuideStage stage = GuideStage::kCompile;
   bool explore = false;
   Ranking ranking = Ranking::kDynamicRange;
+  SearchMode search = SearchMode::kGreedy;
   std::string lift = "BF16";    // explore: BF16, or FP16 on devices that run it
   std::optional<AccuracyTarget> target;
   Tolerance tolerance;          // atol 0.015, rtol 0.01

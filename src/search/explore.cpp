@@ -45,7 +45,14 @@ struct RankingRow {
   Ranking ranking;
   const char* name;
 };
-constexpr RankingRow kRankings[] = {{Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}};
+constexpr RankingRow kRankings[] = {
+    {Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}, {Ranking::kLayerError, "layer-error"}};
+
+struct SearchRow {
+  SearchMode mode;
+  const char* name;
+};
+constexpr SearchRow kSearchModes[] = {{SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}};
 
 // An evaluation with the search's objective; a step replayed from the ledger has numbers only.
 struct Score {
@@ -185,6 +192,46 @@ class Explorer {
     return order;
   }
 
+  static const char* ranking_score_meaning(Ranking ranking) {
+    switch (ranking) {
+      case Ranking::kDynamicRange: return "max |activation| of the inputs";
+      case Ranking::kMeasured: return "objective gain when lifted alone";
+      case Ranking::kLayerError: return "noise-to-signal ratio the layer adds in full INT8 (output minus worst input)";
+    }
+    return "?";
+  }
+
+  // The noise each candidate adds: its output's noise-to-signal ratio in full INT8 minus the
+  // worst of its float inputs' (what reached it from upstream). The producer-side tensor names
+  // survive quantization (Q/DQ go on the consumer side), so both graphs expose the same names.
+  std::map<std::string, double> layer_error_scores() {
+    std::map<std::string, const onnx::NodeProto*> nodes;
+    for (const auto& node : bench_->prepared().graph().node()) nodes[node.name()] = &node;
+    std::set<std::string> initializers;
+    for (const auto& init : bench_->prepared().graph().initializer()) initializers.insert(init.name());
+    std::set<std::string> wanted;
+    for (const auto& name : candidates_) {
+      const onnx::NodeProto& node = *nodes.at(name);
+      for (const auto& input : node.input()) {
+        if (!input.empty() && !initializers.count(input)) wanted.insert(input);
+      }
+      if (node.output_size() > 0) wanted.insert(node.output(0));
+    }
+    const auto noise = bench_->tensor_noise(base_, std::vector<std::string>(wanted.begin(), wanted.end()));
+    const auto ratio = [&](const std::string& tensor) {
+      auto it = noise.find(tensor);
+      return it == noise.end() ? 0.0 : it->second;
+    };
+    std::map<std::string, double> score;
+    for (const auto& name : candidates_) {
+      const onnx::NodeProto& node = *nodes.at(name);
+      double upstream = 0;
+      for (const auto& input : node.input()) upstream = std::max(upstream, ratio(input));
+      score[name] = node.output_size() > 0 ? ratio(node.output(0)) - upstream : 0.0;
+    }
+    return score;
+  }
+
   std::vector<std::string> rank(const Score& int8) {
     std::map<std::string, double> score;
     if (params_.ranking == Ranking::kDynamicRange) {
@@ -198,8 +245,10 @@ class Explorer {
         }
         score[name] = range;
       }
-    } else {
+    } else if (params_.ranking == Ranking::kMeasured) {
       for (const auto& name : candidates_) score[name] = evaluate({name}).objective - int8.objective;
+    } else {
+      score = layer_error_scores();
     }
     std::vector<std::string> order = candidates_;
     std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return score[a] > score[b]; });
@@ -207,8 +256,7 @@ class Explorer {
     for (const auto& name : order) j.push_back({{"layer", name}, {"score", score[name]}});
     write_file_atomically(sensitivity_path(),
                           Json{{"ranking", to_string(params_.ranking)},
-                               {"score", params_.ranking == Ranking::kDynamicRange ? "max |activation| of the inputs"
-                                                                                    : "objective gain when lifted alone"},
+                               {"score", ranking_score_meaning(params_.ranking)},
                                {"layers", j}}
                                   .dump(2));
     return order;
@@ -245,6 +293,7 @@ class Explorer {
     return {{"model_fingerprint", model_fingerprint(bench_->prepared())},
             {"base", params_.base_config ? config_to_json(*params_.base_config) : Json(params_.base_preset)},
             {"ranking", to_string(params_.ranking)},
+            {"search", to_string(params_.search)},
             {"target", params_.target ? params_.target->text : ""},
             {"atol", params_.tolerance.atol},
             {"rtol", params_.tolerance.rtol},
@@ -320,13 +369,12 @@ class Explorer {
 
     const Score int8 = evaluate({});
     result_.int8_metrics = int8.metrics;
-    Score best = int8;
-    if (replay.empty()) save_best({}, best);
+    if (replay.empty()) save_best({}, int8);
     if (int8.verdict.pass) {
       result_.stop_reason = result_.task.type == TaskType::kClassification && !params_.target
                                 ? "pre-exploration gate: top-1 already agrees with full INT8"
                                 : "full INT8 already meets the criterion";
-      finish(best);
+      finish(int8);
       return;
     }
     const Score all_lifted = evaluate(std::set<std::string>(candidates_.begin(), candidates_.end()));
@@ -334,7 +382,7 @@ class Explorer {
     if (!all_lifted.verdict.pass) {
       result_.stop_reason = "full " + lift_name_ + " misses the criterion too (" + all_lifted.verdict.reason +
                             "): out of reach by precision alone";
-      finish(best);
+      finish(int8);
       return;
     }
     result_.ranking = params_.resume && fs::exists(sensitivity_path()) ? load_ranking() : rank(int8);
@@ -343,6 +391,61 @@ class Explorer {
         params_.max_iterations ? params_.max_iterations : std::min(kMaxIterationsCap, candidates_.size());
     const auto budget = std::max<size_t>(
         1, static_cast<size_t>(std::floor(params_.bf16_budget * static_cast<double>(candidates_.size()))));
+    Score best = int8;
+    if (params_.search == SearchMode::kBisection) {
+      bisect(replay, best, budget, max_iterations);
+    } else {
+      greedy(replay, best, budget, max_iterations);
+    }
+    finish(best);
+  }
+
+  // Step `i`: replayed from the ledger when it is there (checked to be the same trial), else
+  // one evaluation of `trial`. Fills the step's label and numbers; the caller decides.
+  Score trial_step(size_t i, const std::vector<ExploreStep>& replay, const std::set<std::string>& trial,
+                   const std::string& label, ExploreStep& step) {
+    if (i < replay.size()) {
+      step = replay[i];
+      if (step.layer != label) {
+        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " tried '" + step.layer +
+                                                 "' where this run tries '" + label + "'");
+      }
+      Score e;
+      e.objective = step.objective;
+      e.psnr_db = step.psnr_db;
+      e.pass_rate = step.pass_rate;
+      e.verdict.pass = step.meets_criterion;
+      return e;
+    }
+    Score e = evaluate(trial);
+    step.index = result_.steps.size() + 1;
+    step.layer = label;
+    step.objective = e.objective;
+    step.psnr_db = e.psnr_db;
+    step.pass_rate = e.pass_rate;
+    step.meets_criterion = e.verdict.pass;
+    return e;
+  }
+
+  // Writes a new step (or counts a replayed one), and after the last replayed step rebuilds the
+  // best so far, whose model the ledger does not hold.
+  void conclude_step(size_t i, const std::vector<ExploreStep>& replay, ExploreStep& step, const Score& e,
+                     Clock::time_point t0, Score& best, const std::set<std::string>& best_lifted) {
+    if (i < replay.size()) {
+      ++result_.resumed_steps;
+      result_.steps.push_back(step);  // its ledger line is already on disk
+      if (i + 1 == replay.size() && best.metrics.empty()) {
+        best = evaluate(best_lifted);
+        save_best(best_lifted, best);
+      }
+      return;
+    }
+    step.seconds = seconds_since(t0);
+    record(step, e);
+  }
+
+  // SPEC's search: promote layers one at a time in ranking order under the guardrails.
+  void greedy(const std::vector<ExploreStep>& replay, Score& best, size_t budget, size_t max_iterations) {
     std::set<std::string> lifted;
     std::vector<double> gains;  // PSNR gain of each accepted promotion
     result_.stop_reason = "every ranked layer was tried";
@@ -359,31 +462,11 @@ class Explorer {
       }
       std::set<std::string> trial = lifted;
       trial.insert(layer);
-      const bool replaying = i < replay.size();
       const auto t0 = Clock::now();
       ExploreStep step;
-      Score e;
-      if (replaying) {
-        step = replay[i];
-        if (step.layer != layer) {
-          throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " promoted '" + step.layer +
-                                                   "' where the ranking has '" + layer + "'");
-        }
-        e.objective = step.objective;
-        e.psnr_db = step.psnr_db;
-        e.pass_rate = step.pass_rate;
-        e.verdict.pass = step.meets_criterion;
-      } else {
-        e = evaluate(trial);
-        step.index = result_.steps.size() + 1;
-        step.layer = layer;
-        step.objective = e.objective;
-        step.psnr_db = e.psnr_db;
-        step.pass_rate = e.pass_rate;
-        step.meets_criterion = e.verdict.pass;
-      }
+      const Score e = trial_step(i, replay, trial, layer, step);
       const std::string decision = promotion_decision(best.objective, e.objective);
-      if (replaying && decision != step.decision) {
+      if (i < replay.size() && decision != step.decision) {
         throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" + step.decision +
                                                  "' where its numbers say '" + decision + "'");
       }
@@ -392,21 +475,10 @@ class Explorer {
         gains.push_back(e.psnr_db - best.psnr_db);
         lifted = trial;
         best = e;
-        if (!replaying) save_best(lifted, best);
+        if (i >= replay.size()) save_best(lifted, best);
       }
       step.lifted_layers = lifted.size();
-      if (replaying) {
-        ++result_.resumed_steps;
-        result_.steps.push_back(step);  // its ledger line is already on disk
-      } else {
-        step.seconds = seconds_since(t0);
-        record(step, e);
-      }
-      if (replaying && i + 1 == replay.size() && best.metrics.empty()) {
-        // The ledger holds the numbers of the best so far, not its model: rebuild it once.
-        best = evaluate(lifted);
-        save_best(lifted, best);
-      }
+      conclude_step(i, replay, step, e, t0, best, lifted);
       if (best.verdict.pass) {
         result_.stop_reason = "criterion met";
         break;
@@ -419,7 +491,54 @@ class Explorer {
         break;
       }
     }
-    finish(best);
+  }
+
+  // Bisection over the ranked list (AIMET AMP's idea): find the smallest k such that lifting
+  // the top k ranked layers meets the criterion, in about log2(budget) evaluations. Tries the
+  // budget first: when even that misses, the target is out of reach within the budget.
+  void bisect(const std::vector<ExploreStep>& replay, Score& best, size_t budget, size_t max_iterations) {
+    size_t lo = 0;  // the top lo layers miss (full INT8 does)
+    size_t hi = std::min(budget, result_.ranking.size());
+    size_t k = hi;
+    std::set<std::string> best_lifted;
+    bool found = false;
+    for (size_t i = 0;; ++i) {
+      if (result_.steps.size() >= max_iterations) {
+        result_.stop_reason = "max iterations (" + std::to_string(max_iterations) + ")";
+        break;
+      }
+      const std::set<std::string> trial(result_.ranking.begin(), result_.ranking.begin() + static_cast<long>(k));
+      const auto t0 = Clock::now();
+      ExploreStep step;
+      const Score e = trial_step(i, replay, trial, "top " + std::to_string(k), step);
+      const std::string decision = e.verdict.pass ? "meets" : "misses";
+      if (i < replay.size() && decision != step.decision) {
+        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" + step.decision +
+                                                 "' where its numbers say '" + decision + "'");
+      }
+      step.decision = decision;
+      // The best so far: the smallest passing set, else the highest objective.
+      const bool better = e.verdict.pass ? (!found || k < best_lifted.size()) : (!found && e.objective > best.objective);
+      if (better) {
+        best = e;
+        best_lifted = trial;
+        found = found || e.verdict.pass;
+        if (i >= replay.size()) save_best(best_lifted, best);
+      }
+      (e.verdict.pass ? hi : lo) = k;
+      step.lifted_layers = best_lifted.size();
+      conclude_step(i, replay, step, e, t0, best, best_lifted);
+      if (!found && k == std::min(budget, result_.ranking.size())) {
+        result_.stop_reason = lift_name_ + " budget: the top " + std::to_string(k) + " of " +
+                              std::to_string(candidates_.size()) + " candidate layers still miss the criterion";
+        break;
+      }
+      if (hi - lo <= 1) {
+        result_.stop_reason = "bisection: the top " + std::to_string(hi) + " ranked layers are the fewest that meet the criterion";
+        break;
+      }
+      k = lo + (hi - lo) / 2;
+    }
   }
 
   void finish(const Score& best) {
@@ -439,6 +558,7 @@ class Explorer {
                           {"task", to_string(result_.task.type)},
                           {"base", params_.base_config ? config_to_json(*params_.base_config) : Json(params_.base_preset)},
                           {"ranking", to_string(params_.ranking)},
+                          {"search", to_string(params_.search)},
                           {"stop_reason", result_.stop_reason},
                           {"compute_layers", result_.compute_layers},
                           {"lift", lift_name_},
@@ -470,6 +590,20 @@ class Explorer {
 };
 
 }  // namespace
+
+const char* to_string(SearchMode mode) {
+  for (const auto& row : kSearchModes) {
+    if (row.mode == mode) return row.name;
+  }
+  return "?";
+}
+
+std::optional<SearchMode> search_mode_from_name(const std::string& name) {
+  for (const auto& row : kSearchModes) {
+    if (name == row.name) return row.mode;
+  }
+  return std::nullopt;
+}
 
 const char* to_string(Ranking ranking) {
   for (const auto& row : kRankings) {

@@ -104,6 +104,38 @@ double Workbench::time_vs_full_bf16(const QuantConfig& config, const DeviceProfi
   return bf16 > 0 ? estimated_time(estimate, node_formats(config, device), device) / bf16 : 1.0;
 }
 
+std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
+                                                     const std::vector<std::string>& tensors) {
+  evaluations_ += 2;
+  const std::string& label = options_.model_path;
+  const Session reference = Session::from_model(expose_intermediates(prepared_, tensors, label), label, options_.session);
+  const Session quantized = Session::from_model(expose_intermediates(build(config), tensors, label), label, options_.session);
+  std::map<std::string, std::pair<double, double>> power;  // noise, signal
+  for (const auto& sample : inputs_) {
+    const NamedTensors want = reference.run(sample, tensors);
+    const NamedTensors got = quantized.run(sample, tensors);
+    for (size_t t = 0; t < want.size() && t < got.size(); ++t) {
+      const auto& [name, ref] = want[t];
+      const Tensor& out = got[t].second;
+      if (got[t].first != name || ref.dtype() != DType::kFloat32 || out.dtype() != DType::kFloat32 ||
+          out.shape() != ref.shape()) {
+        continue;
+      }
+      const auto r = ref.as<float>();
+      const auto q = out.as<float>();
+      auto& [noise, signal] = power[name];
+      for (size_t i = 0; i < r.size(); ++i) {
+        const double d = static_cast<double>(q[i]) - r[i];
+        noise += d * d;
+        signal += static_cast<double>(r[i]) * r[i];
+      }
+    }
+  }
+  std::map<std::string, double> ratio;
+  for (const auto& [name, p] : power) ratio[name] = p.second > 0 ? p.first / p.second : (p.first > 0 ? 1.0 : 0.0);
+  return ratio;
+}
+
 onnx::ModelProto Workbench::build(const QuantConfig& config) const {
   const auto assignment = assign_layers(config, prepared_, options_.model_path);
   QuantizeOptions options;

@@ -77,6 +77,12 @@ class Workbench {
   // run one of the config's formats.
   double time_vs_full_bf16(const QuantConfig& config, const DeviceProfile& device);
 
+  // Noise-to-signal power ratio of each named float tensor of the prepared graph under `config`,
+  // against FP32, summed over the cached samples: sum (q - ref)^2 / sum ref^2. One pass of each
+  // model with the tensors exposed (counted as two evaluations). Tensors that are not float
+  // activations are absent.
+  std::map<std::string, double> tensor_noise(const QuantConfig& config, const std::vector<std::string>& tensors);
+
   // One rewrite and one pass over the cached samples, judged with the task's criterion or the target.
   Evaluation evaluate(const QuantConfig& config);
   // The same pass for a model built elsewhere (a quantized model given by the user).

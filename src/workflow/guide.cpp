@@ -276,6 +276,7 @@ class Guide {
     ep.target = params_.target;
     ep.ranking = params_.ranking;
     ep.lift = params_.lift;
+    ep.search = params_.search;
     ep.session = accuracy_session();
     ExploreResult r = explore(ep, [this](const ExploreStep& s) {
       current_.lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + s.decision + ", PSNR " +
@@ -289,7 +290,7 @@ class Guide {
     current_.lines.push_back(std::to_string(r.lifted_layers.size()) + " of " + std::to_string(r.compute_layers) +
                              " layers lifted to " + params_.lift + (layers.empty() ? "" : ": " + layers));
     if (!r.final_metrics.empty()) current_.lines.push_back(worst_line(r.final_metrics));
-    current_.lines.push_back(std::to_string(r.evaluations) + " evaluations, ranking " + to_string(params_.ranking) +
+    current_.lines.push_back(std::to_string(r.evaluations) + " evaluations, ranking " + to_string(params_.ranking) + ", search " + to_string(params_.search) +
                              "; ledger " + r.ledger_path);
     report_.final_model_path = r.final_model_path;
     report_.final_config_path = r.final_config_path;
@@ -315,7 +316,8 @@ class Guide {
     const IslandSummary& i = final_analysis.islands;
     current_.lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) +
                              " integer, " + std::to_string(i.bf16_islands) + " bf16, " +
-                             std::to_string(i.float_islands) + " float");
+                             std::to_string(i.fp16_islands) + " fp16, " + std::to_string(i.float_islands) +
+                             " float");
     const QuantConfig final_config = load_config(report_.final_config_path);
     current_.lines.push_back("expected compute time on " + std::string(device_->name) + ": " +
                              fixed(bench.time_vs_full_bf16(final_config, *device_)) + "x full BF16, " +

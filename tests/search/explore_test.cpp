@@ -53,7 +53,7 @@ class ExploreTest : public testing::TempDirTest {
 };
 
 TEST_F(ExploreTest, BothRankingsFindTheSensitiveLayerFirst) {
-  for (Ranking ranking : {Ranking::kDynamicRange, Ranking::kMeasured}) {
+  for (Ranking ranking : {Ranking::kDynamicRange, Ranking::kMeasured, Ranking::kLayerError}) {
     fs::remove_all(path("work"));
     const ExploreResult r = explore(params(ranking));
     ASSERT_FALSE(r.ranking.empty()) << to_string(ranking) << ": " << r.stop_reason;
@@ -64,7 +64,10 @@ TEST_F(ExploreTest, BothRankingsFindTheSensitiveLayerFirst) {
     ASSERT_EQ(r.steps.size(), 1u);
     EXPECT_EQ(r.steps[0].decision, "accepted");
     // Full INT8 and full BF16 baselines, then one step; measured ranking adds one per layer.
-    EXPECT_EQ(r.evaluations, ranking == Ranking::kDynamicRange ? 3u : 3u + r.compute_layers);
+    const size_t ranking_cost = ranking == Ranking::kDynamicRange ? 0u
+                                : ranking == Ranking::kMeasured   ? r.compute_layers
+                                                                  : 2u;  // one FP32 and one INT8 pass
+    EXPECT_EQ(r.evaluations, 3u + ranking_cost) << to_string(ranking);
     EXPECT_LT(r.int8_metrics.at(0).psnr_db, 30.0);
   }
 }
@@ -220,6 +223,67 @@ TEST_F(ExploreTest, LiftsToFp16WhereTheDeviceRunsIt) {
   EXPECT_LT(r.final_time_vs_bf16, 1.0);  // int8 layers run at twice bf16's rate on ve2
   p.lift = "XINT8";
   EXPECT_THROW(explore(p), Error);
+}
+
+TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.search = SearchMode::kBisection;
+  p.bf16_budget = 0.4;  // 2 of the 5 candidates
+  const ExploreResult r = explore(p);
+  ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
+  EXPECT_EQ(r.steps[0].layer, "top 2");  // the budget first
+  EXPECT_EQ(r.steps[0].decision, "meets");
+  EXPECT_EQ(r.steps[1].layer, "top 1");
+  EXPECT_EQ(r.steps[1].decision, "misses");
+  EXPECT_EQ(r.stop_reason, "bisection: the top 2 ranked layers are the fewest that meet the criterion");
+  EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
+  EXPECT_TRUE(r.final_verdict.pass);
+  EXPECT_EQ(r.evaluations, 4u);
+  // The best assignment is on disk and rebuilds to the same bytes.
+  QuantizeParams q;
+  q.model_path = p.model_path;
+  q.output_path = path("again.onnx");
+  q.config_path = r.final_config_path;
+  q.stats_path = path("work/stats.json");
+  quantize_job(q);
+  EXPECT_TRUE(file(q.output_path) == file(r.final_model_path));
+}
+
+TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.search = SearchMode::kBisection;
+  p.bf16_budget = 0.2;  // 1 of 5: one mix_k lifted is not enough
+  const ExploreResult r = explore(p);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_NE(r.stop_reason.find("still miss"), std::string::npos) << r.stop_reason;
+  EXPECT_FALSE(r.final_verdict.pass);
+  EXPECT_EQ(r.lifted_layers.size(), 1u);  // better than full INT8, so kept as the best so far
+}
+
+TEST_F(ExploreTest, BisectionResumesLikeAnUninterruptedRun) {
+  ExploreParams p = params(Ranking::kLayerError);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.search = SearchMode::kBisection;
+  p.bf16_budget = 0.4;
+  p.work_dir = path("whole");
+  explore(p);
+  struct Interrupted {};
+  p.work_dir = path("stopped");
+  EXPECT_THROW(explore(p, [](const ExploreStep&) { throw Interrupted{}; }), Interrupted);
+  p.resume = true;
+  const ExploreResult resumed = explore(p);
+  EXPECT_EQ(resumed.resumed_steps, 1u);
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
+  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+}
+
+TEST(ExploreNames, RankingsAndSearchModes) {
+  EXPECT_EQ(ranking_from_name("layer-error"), Ranking::kLayerError);
+  EXPECT_EQ(ranking_from_name("random"), std::nullopt);
+  EXPECT_EQ(search_mode_from_name("bisection"), SearchMode::kBisection);
+  EXPECT_STREQ(to_string(SearchMode::kGreedy), "greedy");
 }
 
 TEST(ExploreGuardrails, PromotionDecisions) {
