@@ -15,6 +15,8 @@ Command add_guide(CLI::App& app) {
     std::string model, config, device = "ve2", mode = "full", stage = "compile", target, work_dir, env_script;
     std::string ranking = "dynamic-range", search = "greedy", lift = "BF16";
     bool explore = false;
+    double budget = 0.3;
+    size_t max_iterations = 0;
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
@@ -32,6 +34,10 @@ Command add_guide(CLI::App& app) {
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
   cmd->add_option("--ranking", flags->ranking, "exploration ranking: dynamic-range, measured or layer-error")->capture_default_str();
   cmd->add_option("--search", flags->search, "exploration search: greedy or bisection")->capture_default_str();
+  cmd->add_option("--bf16-budget", flags->budget, "exploration: largest share of candidate layers lifted")
+      ->capture_default_str();
+  cmd->add_option("--max-iters", flags->max_iterations, "exploration: most steps (0: min(50, candidate layers))")
+      ->capture_default_str();
   cmd->add_option("--lift", flags->lift, "exploration lifts layers to BF16, or FP16 where the device runs it")
       ->capture_default_str();
   cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
@@ -59,6 +65,8 @@ Command add_guide(CLI::App& app) {
             if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured, layer-error)");
             params.ranking = *ranking;
             params.lift = flags->lift;
+            params.bf16_budget = flags->budget;
+            params.max_iterations = flags->max_iterations;
             const auto search = search_mode_from_name(flags->search);
             if (!search) throw_bad_input("", "unknown --search '" + flags->search + "' (greedy, bisection)");
             params.search = *search;

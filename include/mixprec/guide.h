@@ -32,6 +32,8 @@ struct GuideParams {
   Ranking ranking = Ranking::kDynamicRange;
   SearchMode search = SearchMode::kGreedy;
   std::string lift = "BF16";    // explore: BF16, or FP16 on devices that run it
+  double bf16_budget = 0.3;     // explore: share of the candidate layers that may be lifted
+  size_t max_iterations = 0;    // explore: 0 = min(50, candidate layers)
   std::optional<AccuracyTarget> target;
   Tolerance tolerance;          // atol 0.015, rtol 0.01
   DataSpec calibration;

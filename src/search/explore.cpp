@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -381,7 +382,7 @@ class Explorer {
     result_.lifted_metrics = all_lifted.metrics;
     if (!all_lifted.verdict.pass) {
       result_.stop_reason = "full " + lift_name_ + " misses the criterion too (" + all_lifted.verdict.reason +
-                            "): out of reach by precision alone";
+                            "): out of reach by precision alone" + fp16_hint();
       finish(int8);
       return;
     }
@@ -425,6 +426,23 @@ class Explorer {
     step.pass_rate = e.pass_rate;
     step.meets_criterion = e.verdict.pass;
     return e;
+  }
+
+  // When BF16 is not enough and the device runs FP16 (3 more mantissa bits), one more
+  // evaluation says whether lifting to FP16 would be.
+  std::string fp16_hint() {
+    if (lift_name_ != "BF16" || !device_allows(device_profile(params_.device), FormatId::kFloat16)) return "";
+    QuantConfig all_fp16 = base_;
+    LayerOverride override_;
+    override_.target_node_names = candidates_;
+    override_.layer_config = preset_config("FP16")->global;
+    all_fp16.specific.push_back(std::move(override_));
+    const Evaluation e = bench_->evaluate(all_fp16);
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, "PSNR %.2f dB, pass rate %.3f%%", e.psnr_db, 100 * e.pass_rate);
+    return e.verdict.pass ? std::string("; full FP16 passes (") + numbers + "): " + params_.device +
+                                " runs FP16, rerun with --lift FP16"
+                          : std::string("; full FP16 misses too (") + numbers + ")";
   }
 
   // Writes a new step (or counts a replayed one), and after the last replayed step rebuilds the

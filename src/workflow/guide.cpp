@@ -53,8 +53,7 @@ struct ProposalRow {
 };
 constexpr ProposalRow kProposals[] = {
     {true, false, "XINT8",
-     "a CNN on an NPU: int8 with power-of-two scales everywhere (the device requires them), PowerOfTwo_MinMSE "
-     "calibration"},
+     "a CNN on an NPU: int8 with power-of-two scales everywhere (the device requires them)"},
     {true, true, "XINT8",
      "a transformer on an NPU: power-of-two int8 is what the device runs fastest; attention and normalization "
      "inputs are the usual BF16 candidates, so add --explore if it misses"},
@@ -164,14 +163,15 @@ class Guide {
     end(bench.reference_seconds());
 
     begin("quantize");
-    const Evaluation quantized = bench.evaluate(config);
+    QuantConfig chosen = config;
+    const Evaluation quantized = params_.config_path.empty() ? choose_calibration(bench, chosen) : bench.evaluate(chosen);
     report_.final_model_path = work_file("quantized.onnx");
     report_.final_config_path = work_file("quantized.config.json");
     save_model(*quantized.model, report_.final_model_path);
-    save_config(config, report_.final_config_path);
-    const auto formats = bench.node_formats(config, *device_);
-    current_.lines.push_back(std::to_string(formats.size()) + " layers in " + format_names(config) + ", " +
-                             std::to_string(bench.integer_layers(config).size()) + " of them integer");
+    save_config(chosen, report_.final_config_path);
+    const auto formats = bench.node_formats(chosen, *device_);
+    current_.lines.push_back(std::to_string(formats.size()) + " layers in " + format_names(chosen) + ", " +
+                             std::to_string(bench.integer_layers(chosen).size()) + " of them integer");
     current_.lines.push_back("wrote " + report_.final_model_path + " and " + report_.final_config_path);
     end();
 
@@ -183,15 +183,51 @@ class Guide {
     report_.pass = quantized.verdict.pass;
     end();
 
-    explore_phase(config, quantized);
-    compile_phase(bench, config);
+    explore_phase(chosen, quantized);
+    compile_phase(bench, chosen);
 
     const double time = report_.explore ? report_.explore->final_time_vs_bf16
-                                        : bench.time_vs_full_bf16(config, *device_);
+                                        : bench.time_vs_full_bf16(chosen, *device_);
     report_.outcome = std::string(report_.pass ? "PASS: " : "FAIL: ") + report_.final_model_path +
                       (report_.pass ? " meets " : " misses ") + quantized.verdict.criterion +
                       "; expected compute time on " + device_->name + ": " + fixed(time) + "x full BF16";
     if (!report_.pass && !params_.explore) report_.outcome += ". Add --explore to search the layers to keep in higher precision";
+  }
+
+  // A proposed config tries every calibration method its formats allow (power-of-two ones on
+  // devices that need them) on the same statistics, and keeps the one that does best: one
+  // rewrite and one evaluation each, no new calibration.
+  Evaluation choose_calibration(Workbench& bench, QuantConfig& config) {
+    std::optional<Evaluation> best;
+    CalibMethod best_method = config.extra.calib_method;
+    std::string tried;
+    for (const auto& method : all_calib_methods()) {
+      if (device_->requires_power_of_two != method.power_of_two) continue;
+      QuantConfig trial = config;
+      trial.extra.calib_method = method.method;
+      Evaluation e = bench.evaluate(trial);
+      tried += (tried.empty() ? "" : ", ") + std::string(method.name) + " " + fixed(e.psnr_db) + " dB";
+      if (!best || better(e, *best)) {
+        best = std::move(e);
+        best_method = method.method;
+      }
+    }
+    config.extra.calib_method = best_method;
+    current_.lines.push_back("calibration methods on the same statistics: " + tried + "; kept " +
+                             calib_method_traits(best_method).name);
+    return std::move(*best);
+  }
+
+  // Pass first, then the task's own measure (top-1 agreement for classes, worst PSNR otherwise).
+  bool better(const Evaluation& a, const Evaluation& b) const {
+    if (a.verdict.pass != b.verdict.pass) return a.verdict.pass;
+    const auto top1 = [](const Evaluation& e) {
+      double worst = 2;
+      for (const auto& m : e.metrics) worst = std::min(worst, m.top1_agreement.value_or(2.0));
+      return worst;
+    };
+    if (top1(a) != top1(b)) return top1(a) > top1(b);
+    return a.psnr_db > b.psnr_db;
   }
 
   ModelAnalysis analyze() {
@@ -277,6 +313,8 @@ class Guide {
     ep.ranking = params_.ranking;
     ep.lift = params_.lift;
     ep.search = params_.search;
+    ep.bf16_budget = params_.bf16_budget;
+    ep.max_iterations = params_.max_iterations;
     ep.session = accuracy_session();
     ExploreResult r = explore(ep, [this](const ExploreStep& s) {
       current_.lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + s.decision + ", PSNR " +

@@ -149,11 +149,26 @@ TEST_F(ExploreTest, FullInt8PassingStopsBeforeAnySearch) {
 
 TEST_F(ExploreTest, UnreachableTargetStopsAfterFullBf16) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  p.target = parse_target("psnr>190");  // beyond what bf16 rounding allows
-  const ExploreResult r = explore(p);
+  p.target = parse_target("psnr>190");  // beyond what bf16 (and fp16) rounding allows
+  p.device = "stx";                      // no FP16 to suggest
+  ExploreResult r = explore(p);
   EXPECT_NE(r.stop_reason.find("out of reach by precision alone"), std::string::npos) << r.stop_reason;
   EXPECT_EQ(r.evaluations, 2u);
   EXPECT_FALSE(r.final_verdict.pass);
+
+  // ve2 runs FP16: one more evaluation says whether lifting to FP16 would do.
+  p.device = "ve2";
+  fs::remove_all(p.work_dir);
+  r = explore(p);
+  EXPECT_EQ(r.evaluations, 3u);
+  EXPECT_NE(r.stop_reason.find("full FP16 misses too"), std::string::npos) << r.stop_reason;
+  // A target between full BF16 and full FP16 (FP16 keeps 3 more mantissa bits, ~18 dB).
+  const double bf16_psnr = r.lifted_metrics.at(0).psnr_db;
+  p.target = parse_target("psnr>" + std::to_string(bf16_psnr + 6));
+  fs::remove_all(p.work_dir);
+  r = explore(p);
+  EXPECT_NE(r.stop_reason.find("full FP16 passes"), std::string::npos) << r.stop_reason;
+  EXPECT_NE(r.stop_reason.find("--lift FP16"), std::string::npos) << r.stop_reason;
 }
 
 TEST_F(ExploreTest, PromotionThatChangesNothingIsSkipped) {

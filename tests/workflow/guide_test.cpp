@@ -57,6 +57,9 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   EXPECT_EQ(reported, expected);  // each phase is reported as it ends
   EXPECT_NE(phase(r, "config").lines.at(0).find("proposed XINT8 for ve2"), std::string::npos);
   EXPECT_EQ(phase(r, "validate").status, "fail");  // full XINT8 rounds "mix" away
+  // A proposed config tries the device's calibration methods on the same statistics.
+  EXPECT_NE(phase(r, "quantize").lines.at(0).find("PowerOfTwo_MinMSE"), std::string::npos);
+  EXPECT_NE(phase(r, "quantize").lines.at(0).find("PowerOfTwo_NonOverflow"), std::string::npos);
   EXPECT_EQ(phase(r, "explore").status, "pass");
   ASSERT_TRUE(r.explore.has_value());
   EXPECT_EQ(r.explore->lifted_layers, std::vector<std::string>{"mix"});
