@@ -15,23 +15,25 @@ build: setup
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 # The main job on a real model, the PP-OCRv4 text detector, with the real pictures the set-up
-# fetched: analyze it, measure the FP32 baseline, calibrate once, quantize to XINT8 and A16W8
-# (reusing the statistics) and to BF16, and judge each against FP32. compare exits 3 when a
-# model misses the accuracy criterion: that is a verdict, not a failure of the demo.
+# fetched: `mixprec guide --explore` analyzes it, proposes a config for the default device
+# (ve2: power-of-two INT8, XINT8), calibrates once, measures the FP32 baseline, quantizes,
+# validates, explores which layers must stay in BF16, and reports compile-stage facts.
+# The target is PSNR > 30 dB: with the default pass-rate criterion (99.9 %) even full BF16
+# misses on this model (99.82 %), which guide reports and stops on. The search is a bisection
+# over the layer-error ranking (two passes to rank, ~log2 steps), and the BF16 budget is lifted
+# because this detector's INT8 error is spread over most of its layers (see the README).
+# guide exits 3 when the final model misses its target: a verdict, not a failure of the demo.
 DATA := third_party/data
 DEMO := work/demo
 DET := $(MODELS)/ppocr_det.onnx
 DET_DATA := --preprocess ppocr_det --image-size 320x320
+
 demo: build
-	mkdir -p $(DEMO)
-	$(MIXPREC) analyze $(DET)
-	$(MIXPREC) run $(DET) --data $(DATA)/eval $(DET_DATA) --runs 16
-	for preset in XINT8 A16W8 BF16; do \
-	  $(MIXPREC) quantize $(DET) --preset $$preset -o $(DEMO)/det_$$preset.onnx \
-	    --calibration-data $(DATA)/calib $(DET_DATA) --stats $(DEMO)/det.stats.json || exit $$?; \
-	  $(MIXPREC) compare $(DET) $(DEMO)/det_$$preset.onnx --data $(DATA)/eval $(DET_DATA); \
-	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 3 ] || exit $$status; \
-	done
+	rm -rf $(DEMO)
+	$(MIXPREC) guide --model $(DET) --explore --target-accuracy "psnr>30" \
+	  --search bisection --ranking layer-error --bf16-budget 1 \
+	  --calibration-data $(DATA)/calib --data $(DATA)/eval $(DET_DATA) --work-dir $(DEMO); \
+	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 3 ] || exit $$status
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)

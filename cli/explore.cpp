@@ -99,7 +99,7 @@ Command add_explore(CLI::App& app) {
             // kill or power cut would: the crash test of --resume.
             const size_t abort_after = abort_after_steps();
             const ExploreResult r = explore(params, [abort_after](const ExploreStep& s) {
-              std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  lifted %3zu  %.2f s\n",
+              std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  best %3zu lifted  %.2f s\n",
                           s.index, s.layer.c_str(), s.decision.c_str(), s.objective, s.psnr_db, 100 * s.pass_rate,
                           s.lifted_layers, s.seconds);
               std::fflush(stdout);

@@ -79,7 +79,7 @@ struct ExploreStep {
   double psnr_db = 0;             // worst output
   double pass_rate = 0;           // worst output
   bool meets_criterion = false;
-  size_t lifted_layers = 0;       // after the decision
+  size_t lifted_layers = 0;       // in the best assignment so far, after the decision
   double seconds = 0;             // rewrite + evaluation
 };
 

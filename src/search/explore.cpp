@@ -394,7 +394,7 @@ class Explorer {
         1, static_cast<size_t>(std::floor(params_.bf16_budget * static_cast<double>(candidates_.size()))));
     Score best = int8;
     if (params_.search == SearchMode::kBisection) {
-      bisect(replay, best, budget, max_iterations);
+      bisect(replay, best, budget, max_iterations, all_lifted);
     } else {
       greedy(replay, best, budget, max_iterations);
     }
@@ -514,12 +514,25 @@ class Explorer {
   // Bisection over the ranked list (AIMET AMP's idea): find the smallest k such that lifting
   // the top k ranked layers meets the criterion, in about log2(budget) evaluations. Tries the
   // budget first: when even that misses, the target is out of reach within the budget.
-  void bisect(const std::vector<ExploreStep>& replay, Score& best, size_t budget, size_t max_iterations) {
+  void bisect(const std::vector<ExploreStep>& replay, Score& best, size_t budget, size_t max_iterations,
+              const Score& all_lifted) {
     size_t lo = 0;  // the top lo layers miss (full INT8 does)
     size_t hi = std::min(budget, result_.ranking.size());
     size_t k = hi;
     std::set<std::string> best_lifted;
     bool found = false;
+    if (hi == result_.ranking.size()) {
+      // The budget allows every candidate: that is the full-lift baseline, already measured.
+      found = true;
+      best = all_lifted;
+      best_lifted.insert(result_.ranking.begin(), result_.ranking.end());
+      if (replay.empty()) save_best(best_lifted, best);
+      k = lo + (hi - lo) / 2;
+      if (hi - lo <= 1) {
+        result_.stop_reason = "bisection: the top " + std::to_string(hi) + " ranked layers are the fewest that meet the criterion";
+        return;
+      }
+    }
     for (size_t i = 0;; ++i) {
       if (result_.steps.size() >= max_iterations) {
         result_.stop_reason = "max iterations (" + std::to_string(max_iterations) + ")";

@@ -318,13 +318,20 @@ class Guide {
     ep.session = accuracy_session();
     ExploreResult r = explore(ep, [this](const ExploreStep& s) {
       current_.lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + s.decision + ", PSNR " +
-                               fixed(s.psnr_db) + " dB, pass " + fixed(100 * s.pass_rate, 3) + "%, " +
+                               fixed(s.psnr_db) + " dB, pass " + fixed(100 * s.pass_rate, 3) + "%, best so far " +
                                std::to_string(s.lifted_layers) + " lifted, " + fixed(s.seconds) + " s");
     });
     current_.status = r.final_verdict.pass ? "pass" : "fail";
     current_.lines.push_back("stopped: " + r.stop_reason);
+    // A long list goes to final_config.json; the report names the first few.
+    constexpr size_t kLayersShown = 12;
     std::string layers;
-    for (const auto& layer : r.lifted_layers) layers += (layers.empty() ? "" : ", ") + layer;
+    for (size_t k = 0; k < r.lifted_layers.size() && k < kLayersShown; ++k) {
+      layers += (layers.empty() ? "" : ", ") + r.lifted_layers[k];
+    }
+    if (r.lifted_layers.size() > kLayersShown) {
+      layers += ", ... (" + std::to_string(r.lifted_layers.size() - kLayersShown) + " more in " + r.final_config_path + ")";
+    }
     current_.lines.push_back(std::to_string(r.lifted_layers.size()) + " of " + std::to_string(r.compute_layers) +
                              " layers lifted to " + params_.lift + (layers.empty() ? "" : ": " + layers));
     if (!r.final_metrics.empty()) current_.lines.push_back(worst_line(r.final_metrics));

@@ -265,6 +265,19 @@ TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
   EXPECT_TRUE(file(q.output_path) == file(r.final_model_path));
 }
 
+TEST_F(ExploreTest, BisectionReusesTheFullLiftBaselineWhenTheBudgetAllowsEveryLayer) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.model_path);
+  p.search = SearchMode::kBisection;
+  p.bf16_budget = 1.0;  // 5 of 5: "top 5" is full BF16, measured as a baseline already
+  const ExploreResult r = explore(p);
+  ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
+  EXPECT_EQ(r.steps[0].layer, "top 2");
+  EXPECT_EQ(r.steps[1].layer, "top 1");
+  EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
+  EXPECT_EQ(r.evaluations, 4u);  // 2 baselines + 2 steps
+}
+
 TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
   ExploreParams p = params(Ranking::kDynamicRange);
   save_model(two_sensitive_layers_model(), p.model_path);
