@@ -31,7 +31,7 @@ DET_DATA := --preprocess ppocr_det --image-size 320x320
 demo: build
 	rm -rf $(DEMO)
 	$(MIXPREC) guide --model $(DET) --explore --target-accuracy "psnr>30" \
-	  --search bisection --ranking layer-error --bf16-budget 1 \
+	  --search bisection --bf16-budget 1 \
 	  --calibration-data $(DATA)/calib --data $(DATA)/eval $(DET_DATA) --work-dir $(DEMO); \
 	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 3 ] || exit $$status
 

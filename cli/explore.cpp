@@ -29,7 +29,7 @@ size_t abort_after_steps() {
 
 Command add_explore(CLI::App& app) {
   struct Flags {
-    std::string model, output, work_dir, target, ranking = "dynamic-range", search = "greedy", preset = "XINT8", config, device = "ve2", lift = "BF16";
+    std::string model, output, work_dir, target, ranking = "layer-error", search = "greedy", preset = "XINT8", config, device = "ve2", lift = "BF16";
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;

@@ -13,7 +13,7 @@ namespace mixprec::cli {
 Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, device = "ve2", mode = "full", stage = "compile", target, work_dir, env_script;
-    std::string ranking = "dynamic-range", search = "greedy", lift = "BF16";
+    std::string ranking = "layer-error", search = "greedy", lift = "BF16";
     bool explore = false;
     double budget = 0.3;
     size_t max_iterations = 0;

@@ -27,6 +27,11 @@
 
 namespace mixprec {
 
+// Default: layer-error. Measured on the PP-OCR models with a bisection over each ranking (the
+// fewest top-ranked layers lifted to BF16 that meet the criterion): cls (top-1 on 16 pictures)
+// 59 of 117 layers with layer-error, 102 with dynamic-range, 112 with measured; det (PSNR > 30
+// dB) 204 of 249 with layer-error, 221 with dynamic-range. layer-error costs 2 passes, measured
+// one evaluation per layer.
 enum class Ranking {
   kDynamicRange,  // max |activation| over the layer's inputs seen in calibration (no evaluation)
   kMeasured,      // objective gain when only that layer is lifted to BF16 (one evaluation each)
@@ -58,7 +63,7 @@ struct ExploreParams {
   std::string lift = "BF16";
   double bf16_budget = 0.3;   // share of the candidate layers that may be lifted (whatever `lift` is)
   size_t max_iterations = 0;  // 0: min(50, compute layers)
-  Ranking ranking = Ranking::kDynamicRange;
+  Ranking ranking = Ranking::kLayerError;
   SearchMode search = SearchMode::kGreedy;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
   // disk are reused, the ledger's steps are replayed without evaluation, and the search goes on
@@ -108,10 +113,13 @@ struct ExploreResult {
 // not reported again.
 using StepCallback = std::function<void(const ExploreStep&)>;
 
-// The guardrails' decisions, as pure functions (higher objective is better).
+// The guardrails' decisions, as pure functions (higher is better).
 // A promotion is accepted when it improves the objective, skipped when it leaves it unchanged
-// and rolled back when it makes it worse.
-const char* promotion_decision(double best_objective, double trial_objective);
+// and rolled back when it makes it worse. A coarse objective (top-1 agreement over a few samples
+// moves in steps of 1/samples) ties often: a tie is broken by the worst-output PSNR, so a step
+// that brings the outputs closer without flipping a row still counts.
+const char* promotion_decision(double best_objective, double trial_objective, double best_psnr_db = 0,
+                               double trial_psnr_db = 0);
 // PSNR plateau: the last `window` accepted promotions gained less than `min_gain_db` together.
 // `gains_db` holds the PSNR gain of every accepted promotion, in order.
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window = 3, double min_gain_db = 0.5);

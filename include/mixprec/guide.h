@@ -29,7 +29,7 @@ struct GuideParams {
   GuideMode mode = GuideMode::kFull;
   GuideStage stage = GuideStage::kCompile;
   bool explore = false;
-  Ranking ranking = Ranking::kDynamicRange;
+  Ranking ranking = Ranking::kLayerError;
   SearchMode search = SearchMode::kGreedy;
   std::string lift = "BF16";    // explore: BF16, or FP16 on devices that run it
   double bf16_budget = 0.3;     // explore: share of the candidate layers that may be lifted

@@ -235,6 +235,7 @@ class Explorer {
 
   std::vector<std::string> rank(const Score& int8) {
     std::map<std::string, double> score;
+    std::map<std::string, double> tiebreak;  // measured: PSNR gain, for coarse objectives' ties
     if (params_.ranking == Ranking::kDynamicRange) {
       std::map<std::string, const onnx::NodeProto*> nodes;
       for (const auto& node : bench_->prepared().graph().node()) nodes[node.name()] = &node;
@@ -247,12 +248,18 @@ class Explorer {
         score[name] = range;
       }
     } else if (params_.ranking == Ranking::kMeasured) {
-      for (const auto& name : candidates_) score[name] = evaluate({name}).objective - int8.objective;
+      for (const auto& name : candidates_) {
+        const Score alone = evaluate({name});
+        score[name] = alone.objective - int8.objective;
+        tiebreak[name] = alone.psnr_db - int8.psnr_db;
+      }
     } else {
       score = layer_error_scores();
     }
     std::vector<std::string> order = candidates_;
-    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return score[a] > score[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return score[a] != score[b] ? score[a] > score[b] : tiebreak[a] > tiebreak[b];
+    });
     Json j = Json::array();
     for (const auto& name : order) j.push_back({{"layer", name}, {"score", score[name]}});
     write_file_atomically(sensitivity_path(),
@@ -483,7 +490,7 @@ class Explorer {
       const auto t0 = Clock::now();
       ExploreStep step;
       const Score e = trial_step(i, replay, trial, layer, step);
-      const std::string decision = promotion_decision(best.objective, e.objective);
+      const std::string decision = promotion_decision(best.objective, e.objective, best.psnr_db, e.psnr_db);
       if (i < replay.size() && decision != step.decision) {
         throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" + step.decision +
                                                  "' where its numbers say '" + decision + "'");
@@ -549,7 +556,9 @@ class Explorer {
       }
       step.decision = decision;
       // The best so far: the smallest passing set, else the highest objective.
-      const bool better = e.verdict.pass ? (!found || k < best_lifted.size()) : (!found && e.objective > best.objective);
+      const bool better = e.verdict.pass ? (!found || k < best_lifted.size())
+                                         : (!found && promotion_decision(best.objective, e.objective, best.psnr_db,
+                                                                         e.psnr_db) == std::string("accepted"));
       if (better) {
         best = e;
         best_lifted = trial;
@@ -650,9 +659,11 @@ std::optional<Ranking> ranking_from_name(const std::string& name) {
   return std::nullopt;
 }
 
-const char* promotion_decision(double best_objective, double trial_objective) {
-  if (trial_objective > best_objective) return "accepted";
-  return trial_objective < best_objective ? "rolled back" : "skipped";
+const char* promotion_decision(double best_objective, double trial_objective, double best_psnr_db,
+                               double trial_psnr_db) {
+  if (trial_objective != best_objective) return trial_objective > best_objective ? "accepted" : "rolled back";
+  if (trial_psnr_db != best_psnr_db) return trial_psnr_db > best_psnr_db ? "accepted" : "rolled back";
+  return "skipped";
 }
 
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window, double min_gain_db) {

@@ -320,6 +320,11 @@ TEST(ExploreGuardrails, PromotionDecisions) {
   EXPECT_STREQ(promotion_decision(20.0, 19.9), "rolled back");
   // Objectives where lower is better are negated by the search, so the rule stays "higher wins".
   EXPECT_STREQ(promotion_decision(-0.2, -0.1), "accepted");
+  // Ties on a coarse objective (top-1 over 16 rows) are broken by the worst-output PSNR.
+  EXPECT_STREQ(promotion_decision(0.8125, 0.8125, 12.8, 13.3), "accepted");
+  EXPECT_STREQ(promotion_decision(0.8125, 0.8125, 12.8, 12.6), "rolled back");
+  EXPECT_STREQ(promotion_decision(0.8125, 0.8125, 12.8, 12.8), "skipped");
+  EXPECT_STREQ(promotion_decision(0.8125, 0.875, 12.8, 11.0), "accepted");  // the objective comes first
 }
 
 TEST(ExploreGuardrails, PsnrPlateauNeedsThreeSmallGainsInARow) {
