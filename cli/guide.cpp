@@ -7,6 +7,7 @@
 #include "common.h"
 #include "mixprec/error.h"
 #include "mixprec/guide.h"
+#include "mixprec/log.h"
 
 namespace mixprec::cli {
 
@@ -77,7 +78,7 @@ Command add_guide(CLI::App& app) {
             params.calibration.data.files = flags->calibration;
             params.calibration.data.random_samples = 0;
             if (params.evaluation.data.files.empty() && params.evaluation.data.random_samples == 0) {
-              std::cerr << "warning: no --data: evaluating on the calibration data; give held-out samples with --data\n";
+              log_warning("no --data: evaluating on the calibration data; give held-out samples with --data");
               params.evaluation.data.files = flags->calibration;
             }
             params.work_dir = flags->work_dir.empty()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
@@ -108,12 +109,21 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
                                                      const std::vector<std::string>& tensors) {
   evaluations_ += 2;
   const std::string& label = options_.model_path;
-  const Session reference = Session::from_model(expose_intermediates(prepared_, tensors, label), label, options_.session);
-  const Session quantized = Session::from_model(expose_intermediates(build(config), tensors, label), label, options_.session);
+  // Only tensors both graphs have (a rewrite may replace a tensor it quantizes in place).
+  const onnx::ModelProto built = build(config);
+  std::set<std::string> available;
+  for (const auto& input : built.graph().input()) available.insert(input.name());
+  for (const auto& node : built.graph().node()) available.insert(node.output().begin(), node.output().end());
+  std::vector<std::string> names;
+  for (const auto& name : tensors) {
+    if (available.count(name)) names.push_back(name);
+  }
+  const Session reference = Session::from_model(expose_intermediates(prepared_, names, label), label, options_.session);
+  const Session quantized = Session::from_model(expose_intermediates(built, names, label), label, options_.session);
   std::map<std::string, std::pair<double, double>> power;  // noise, signal
   for (const auto& sample : inputs_) {
-    const NamedTensors want = reference.run(sample, tensors);
-    const NamedTensors got = quantized.run(sample, tensors);
+    const NamedTensors want = reference.run(sample, names);
+    const NamedTensors got = quantized.run(sample, names);
     for (size_t t = 0; t < want.size() && t < got.size(); ++t) {
       const auto& [name, ref] = want[t];
       const Tensor& out = got[t].second;
