@@ -5,7 +5,7 @@ JOBS ?= 2
 MODELS := third_party/models
 MIXPREC := $(BUILD_DIR)/mixprec
 
-.PHONY: setup build demo test test-unit test-e2e clean
+.PHONY: setup build demo test test-unit test-e2e bench clean
 
 setup:
 	bash scripts/setup.sh
@@ -43,6 +43,12 @@ test-unit: build
 
 test-e2e: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS) -L e2e
+
+# The benchmark (BENCHMARKS.md): ratios measured in one run, table on stdout, numbers in
+# bench/results.json. BENCH_ARGS=--full for the long version.
+bench: build
+	mkdir -p bench
+	$(BUILD_DIR)/mixprec_bench --out bench/results.json $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -1,5 +1,8 @@
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <set>
+#include <thread>
 
 #include <onnx/shape_inference/implementation.h>
 
@@ -69,15 +72,32 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
   stats.model_fingerprint = model_fingerprint(prepared);
   stats.data_description = source.describe();
   std::map<std::string, StatsCollector> collectors;
-  auto collect = [&](const std::string& name, const Tensor& tensor) {
-    stats.ranks[name] = static_cast<int64_t>(tensor.shape().size());
-    if (tensor.dtype() != DType::kFloat32) return;  // shapes, indices, masks: nothing to calibrate
-    collectors[name].update(tensor.as<float>());
+  // Binning runs while ONNX Runtime is idle, spread over the cores: each tensor's collector is
+  // updated by one thread per sample, in sample order, so the statistics do not depend on the
+  // thread count.
+  const size_t workers = std::max<size_t>(1, std::thread::hardware_concurrency());
+  std::vector<std::pair<StatsCollector*, const Tensor*>> jobs;
+  auto queue = [&](const NamedTensors& tensors) {
+    for (const auto& [name, tensor] : tensors) {
+      stats.ranks[name] = static_cast<int64_t>(tensor.shape().size());
+      if (tensor.dtype() != DType::kFloat32) continue;  // shapes, indices, masks: nothing to calibrate
+      jobs.emplace_back(&collectors[name], &tensor);
+    }
   };
   for (size_t i = 0; i < total; ++i) {
     const NamedTensors inputs = source.sample(i);
-    for (const auto& [name, tensor] : inputs) collect(name, tensor);
-    for (const auto& [name, tensor] : session.run(inputs)) collect(name, tensor);
+    const NamedTensors outputs = session.run(inputs);
+    jobs.clear();
+    queue(inputs);
+    queue(outputs);
+    std::atomic<size_t> next{0};
+    const auto work = [&] {
+      for (size_t j = next++; j < jobs.size(); j = next++) jobs[j].first->update(jobs[j].second->as<float>());
+    };
+    std::vector<std::thread> helpers;
+    for (size_t w = 1; w < std::min(workers, jobs.size()); ++w) helpers.emplace_back(work);
+    work();
+    for (auto& helper : helpers) helper.join();
     if (options.progress) options.progress(i + 1, total);
   }
   stats.samples = total;

@@ -139,6 +139,28 @@ TEST(HistogramCollector, ZerosAndNonFiniteValues) {
   EXPECT_EQ(stats.max, 0.0f);
 }
 
+// The vectorized binning must put every value in the bin the definition gives:
+// bin = floor(x / w) + kHistogramBins / 2 with w = 2R / kHistogramBins, clamped to the ends.
+TEST(HistogramCollector, VectorizedBinningMatchesTheDefinition) {
+  std::vector<float> values = {-1.5f, -1.0f, -0.5f, -1e-30f, -0.0f, 0.0f, 1e-30f, 0.5f, 1.0f, 1.5f,
+                               -3.9999998f, 3.9999998f, -2.0f, 2.0f, 0.0039062f, -0.0039062f};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int i = 0; i < 10001; ++i) values.push_back(normal(rng));  // odd count: the scalar tail runs too
+  StatsCollector collector;
+  collector.update(values);
+  const TensorStats& s = collector.stats();
+  std::vector<uint64_t> expected(kHistogramBins, 0);
+  const double width = 2.0 * static_cast<double>(s.hist_range) / static_cast<double>(kHistogramBins);
+  for (float x : values) {
+    const auto bin = static_cast<int64_t>(std::floor(static_cast<double>(x) / width)) +
+                     static_cast<int64_t>(kHistogramBins / 2);
+    ++expected[static_cast<size_t>(std::clamp<int64_t>(bin, 0, kHistogramBins - 1))];
+  }
+  EXPECT_EQ(s.hist, expected);
+  EXPECT_EQ(s.count, values.size());
+}
+
 TEST(CalibMethodTable, NamesRoundTrip) {
   size_t index = 0;
   for (const CalibMethodTraits& traits : all_calib_methods()) {

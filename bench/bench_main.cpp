@@ -1,0 +1,458 @@
+// mixprec_bench: the figures of the benchmark issue on the three real PP-OCR models, each a
+// RATIO of two timings taken in the same run (the machines are shared and noisy), with min and
+// median over repeats. Prints a table and writes JSON (bench/results.json from `make bench`).
+//
+//   mixprec_bench [--full] [--out FILE] [--repeats R] [--micro]
+//
+// --full: 5 repeats, 256-sample memory runs, 50 latency runs and the measured ranking (tens of
+// minutes).
+// --micro: run the Google Benchmark micro benchmarks instead (statistics binning throughput).
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include "mixprec/calibration.h"
+#include "mixprec/explore.h"
+#include "mixprec/model_io.h"
+#include "mixprec/pipeline.h"
+#include "mixprec/rewrite.h"
+#include "mixprec/runtime.h"
+#include "search/workbench.h"
+
+namespace mixprec::bench {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+struct ModelCase {
+  const char* name;
+  const char* file;
+  const char* preprocess;
+  int64_t height, width;
+};
+constexpr ModelCase kCases[] = {
+    {"cls", "ppocr_cls.onnx", "ppocr_cls_rec", 48, 192},
+    {"det", "ppocr_det.onnx", "ppocr_det", 320, 320},
+    {"rec", "ppocr_rec.onnx", "ppocr_cls_rec", 48, 320},
+};
+
+struct Options {
+  bool full = false;
+  bool micro = false;
+  int repeats = 3;  // --full: 5
+  std::string out = "bench/results.json";
+};
+
+struct Timing {
+  double min = 0, median = 0;
+};
+
+Timing summarize(std::vector<double> seconds) {
+  std::sort(seconds.begin(), seconds.end());
+  const size_t n = seconds.size();
+  return {seconds.front(), n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2])};
+}
+
+Timing measure(int repeats, const std::function<void()>& work) {
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = Clock::now();
+    work();
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return summarize(std::move(seconds));
+}
+
+Json timing_json(const Timing& t) { return {{"min_s", t.min}, {"median_s", t.median}}; }
+
+// Samples decoded once and held in memory, so both sides of a ratio read the same tensors.
+class MemorySource : public SampleSource {
+ public:
+  explicit MemorySource(std::vector<NamedTensors> samples) : samples_(std::move(samples)) {}
+  size_t size() const override { return samples_.size(); }
+  NamedTensors sample(size_t index) const override { return samples_.at(index); }
+  std::string describe() const override { return std::to_string(samples_.size()) + " samples in memory"; }
+
+ private:
+  std::vector<NamedTensors> samples_;
+};
+
+DataSpec pictures(const ModelCase& c, const std::string& folder) {
+  DataSpec spec;
+  spec.data.files = {std::string(MIXPREC_DATA_DIR) + "/" + folder};
+  spec.preprocess = c.preprocess;
+  spec.image_height = c.height;
+  spec.image_width = c.width;
+  return spec;
+}
+
+std::vector<NamedTensors> load_samples(const DataSpec& spec, const Session& session, const std::string& path,
+                                       size_t count) {
+  const auto source = open_samples(spec, session.inputs(), path);
+  std::vector<NamedTensors> samples;
+  for (size_t i = 0; i < std::min(count, source->size()); ++i) samples.push_back(source->sample(i));
+  return samples;
+}
+
+std::string model_path(const ModelCase& c) { return std::string(MIXPREC_MODELS_DIR) + "/" + c.file; }
+
+// Peak resident memory (MiB) of a child process that calibrates on `count` random samples.
+double calibration_peak_rss_mib(const ModelCase& c, size_t count) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    double mib = -1;
+    try {
+      const std::string path = model_path(c);
+      const onnx::ModelProto prepared = prepare_model(load_model(path), {.fold_batchnorm = true}, path);
+      const Session probe = Session::from_model(prepared, path);
+      DataSpec spec;
+      spec.data.random_samples = count;
+      spec.data.seed = 7;
+      spec.data.input_shapes[probe.inputs().at(0).name] = {1, 3, c.height, c.width};
+      const auto source = open_samples(spec, probe.inputs(), path);
+      calibrate_model(prepared, path, *source);
+      rusage usage{};
+      ::getrusage(RUSAGE_SELF, &usage);
+      mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    } catch (const std::exception& e) {
+      std::cerr << "memory run failed: " << e.what() << "\n";
+    }
+    if (::write(fds[1], &mib, sizeof mib) != sizeof mib) ::_exit(1);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  double mib = -1;
+  if (::read(fds[0], &mib, sizeof mib) != sizeof mib) mib = -1;
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return mib;
+}
+
+// Median and min of `runs` timed runs on one sample, after warm-up runs.
+Timing latency(const Session& session, const NamedTensors& sample, int runs) {
+  for (int i = 0; i < 3; ++i) session.run(sample);
+  return measure(runs, [&] { session.run(sample); });
+}
+
+// Single-core read bandwidth (bytes/s): the best of 5 passes over a 256 MiB buffer, XOR-reduced
+// (a reduction the compiler vectorizes, so the loop is bound by memory, not by an add chain).
+double bandwidth() {
+  static const double measured = [] {
+    std::vector<uint32_t> buffer(size_t{64} << 20);
+    std::iota(buffer.begin(), buffer.end(), 0u);
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+      const auto t0 = Clock::now();
+      uint32_t acc = 0;
+      for (uint32_t v : buffer) acc ^= v;
+      benchmark::DoNotOptimize(acc);
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      best = std::max(best, static_cast<double>(buffer.size() * sizeof(uint32_t)) / seconds);
+    }
+    return best;
+  }();
+  return measured;
+}
+
+struct Row {
+  std::string figure, model, what;
+  double value = 0;      // the ratio (or the figure's number)
+  std::string target;    // "" when informative
+  bool met = true;
+};
+
+class Bench {
+ public:
+  explicit Bench(const Options& options) : options_(options) {}
+
+  int run() {
+    constexpr size_t kCalibrationPictures = 32;  // every calibration picture of the set-up
+    for (const auto& c : kCases) calibration_figure(c, kCalibrationPictures);
+    for (const auto& c : kCases) memory_figure(c);
+    step_overhead_figure(kCases[1]);
+    explore_figure(kCases[1]);
+    for (const auto& c : kCases) latency_figure(c);
+    rewrite_figure(kCases[1]);
+    print();
+    write_json();
+    return 0;
+  }
+
+ private:
+  void add(Row row) {
+    std::printf("  %-26s %-4s %-44s %10.3f  %s\n", row.figure.c_str(), row.model.c_str(), row.what.c_str(), row.value,
+                row.target.empty() ? "" : (row.met ? "met" : "MISSED"));
+    std::fflush(stdout);
+    rows_.push_back(std::move(row));
+  }
+
+  // 1. Calibration throughput / FP32 inference throughput over the same in-memory samples.
+  void calibration_figure(const ModelCase& c, size_t count) {
+    const std::string path = model_path(c);
+    const onnx::ModelProto prepared = prepare_model(load_model(path), {.fold_batchnorm = true}, path);
+    const Session session = Session::from_model(prepared, path);
+    const MemorySource source(load_samples(pictures(c, "calib"), session, path, count));
+    const Timing fp32 = measure(options_.repeats, [&] {
+      for (size_t i = 0; i < source.size(); ++i) session.run(source.sample(i));
+    });
+    CalibrationStats stats;
+    const Timing calib = measure(options_.repeats, [&] { stats = calibrate_model(prepared, path, source); });
+    stats_[c.name] = stats;
+    const double ratio = fp32.median / calib.median;
+    // Where the time goes: the run with every activation fetched, without any statistics.
+    std::vector<std::string> names;
+    for (const auto& node : prepared.graph().node()) names.insert(names.end(), node.output().begin(), node.output().end());
+    const Session exposed = Session::from_model(expose_intermediates(prepared, names, path), path);
+    const Timing fetch = measure(options_.repeats, [&] {
+      for (size_t i = 0; i < source.size(); ++i) exposed.run(source.sample(i));
+    });
+    // The ceiling: even with free binning, every activation is written by the run and read once.
+    double values = 0;
+    for (const auto& [name, t] : stats.tensors) values += static_cast<double>(t.count);
+    const double bytes_per_sample = 4 * values / static_cast<double>(stats.samples);
+    const double read_seconds = bytes_per_sample * static_cast<double>(source.size()) / bandwidth();
+    const double ceiling = fp32.median / (fp32.median + read_seconds);
+    json_["calibration"][c.name] = {{"samples", source.size()},
+                                    {"input", std::to_string(c.height) + "x" + std::to_string(c.width)},
+                                    {"fp32", timing_json(fp32)},
+                                    {"calibration", timing_json(calib)},
+                                    {"throughput_ratio_median", ratio},
+                                    {"throughput_ratio_min", fp32.min / calib.min},
+                                    {"exposed_run", timing_json(fetch)},
+                                    {"activation_mib_per_sample", bytes_per_sample / (1 << 20)},
+                                    {"read_bandwidth_gib_s", bandwidth() / (1 << 30)},
+                                    {"ceiling_ratio", ceiling}};
+    add({"1 calibration/FP32 thrpt", c.name, std::to_string(source.size()) + " pictures, median", ratio, ">= 0.9",
+         ratio >= 0.9});
+    add({"1 exposed run/FP32 thrpt", c.name, "every activation fetched, no statistics", fp32.median / fetch.median, "",
+         true});
+    add({"1 ceiling (one read/value)", c.name,
+         std::to_string(static_cast<int>(bytes_per_sample / (1 << 20))) + " MiB activations/sample", ceiling, "", true});
+  }
+
+  // 2. Peak resident memory of calibration, few vs many samples (statistics stream).
+  void memory_figure(const ModelCase& c) {
+    const size_t few = 16, many = options_.full ? 256 : 64;
+    const double small = calibration_peak_rss_mib(c, few);
+    const double large = calibration_peak_rss_mib(c, many);
+    const double ratio = large / small;
+    json_["memory"][c.name] = {{"samples", {few, many}}, {"peak_rss_mib", {small, large}}, {"ratio", ratio}};
+    add({"2 calib peak RSS ratio", c.name, std::to_string(many) + " vs " + std::to_string(few) + " samples", ratio,
+         "<= 1.10", ratio <= 1.10});
+  }
+
+  // 3. One exploration step's overhead (rewrite + session build) / one evaluation pass, with
+  // the 16 evaluation pictures and with SPEC's default evaluation size (100 samples).
+  void step_overhead_figure(const ModelCase& c) {
+    const std::string dir = (fs::temp_directory_path() / "mixprec_bench").string();
+    fs::create_directories(dir);
+    save_stats(stats_.at(c.name), dir + "/stats.json");
+    DataSpec hundred;
+    hundred.data.random_samples = 100;
+    hundred.data.seed = 11;
+    hundred.data.input_shapes[Session::from_file(model_path(c)).inputs().at(0).name] = {1, 3, c.height, c.width};
+    for (const DataSpec& evaluation : {pictures(c, "eval"), hundred}) {
+      Workbench bench({.model_path = model_path(c),
+                       .stats_path = dir + "/stats.json",
+                       .calibration = pictures(c, "calib"),
+                       .evaluation = evaluation});
+      const QuantConfig config = *preset_config("XINT8");
+      onnx::ModelProto built;
+      const Timing rewrite = measure(options_.repeats, [&] { built = bench.build(config); });
+      std::optional<Session> session;
+      const Timing build = measure(options_.repeats, [&] { session.emplace(Session::from_model(built, c.file)); });
+      const Timing pass = measure(options_.repeats, [&] {
+        for (size_t i = 0; i < bench.samples(); ++i) session->run(bench.sample(i));
+      });
+      const double ratio = (rewrite.median + build.median) / pass.median;
+      json_["step_overhead"][c.name][std::to_string(bench.samples()) + "_samples"] = {
+          {"rewrite", timing_json(rewrite)},
+          {"session_build", timing_json(build)},
+          {"evaluation_pass", timing_json(pass)},
+          {"ratio_median", ratio}};
+      add({"3 step overhead/eval pass", c.name, std::to_string(bench.samples()) + " samples, XINT8", ratio, "<= 0.10",
+           ratio <= 0.10});
+    }
+  }
+
+  // 4. Evaluations and wall time of explore on the detector, per ranking (bisection to PSNR > 30 dB).
+  void explore_figure(const ModelCase& c) {
+    std::vector<Ranking> rankings = {Ranking::kLayerError, Ranking::kDynamicRange};
+    if (options_.full) rankings.push_back(Ranking::kMeasured);
+    for (Ranking ranking : rankings) {
+      const std::string dir = (fs::temp_directory_path() / ("mixprec_bench_explore_" + std::string(to_string(ranking)))).string();
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      save_stats(stats_.at(c.name), dir + "/stats.json");
+      ExploreParams p;
+      p.model_path = model_path(c);
+      p.work_dir = dir;
+      p.calibration = pictures(c, "calib");
+      p.evaluation = pictures(c, "eval");
+      p.target = parse_target("psnr>30");
+      p.ranking = ranking;
+      p.search = SearchMode::kBisection;
+      p.bf16_budget = 1.0;
+      const ExploreResult r = explore(p);
+      json_["explore"][to_string(ranking)] = {{"evaluations", r.evaluations},
+                                              {"seconds", r.seconds},
+                                              {"lifted_layers", r.lifted_layers.size()},
+                                              {"candidates", r.compute_layers},
+                                              {"pass", r.final_verdict.pass},
+                                              {"stop_reason", r.stop_reason}};
+      add({"4 explore evaluations", c.name, std::string(to_string(ranking)) + ", bisection, psnr>30",
+           static_cast<double>(r.evaluations), "", true});
+      add({"4 explore wall (s)", c.name, std::string(to_string(ranking)) + ", " + std::to_string(r.lifted_layers.size()) +
+                                             " of " + std::to_string(r.compute_layers) + " lifted",
+           r.seconds, "", true});
+    }
+  }
+
+  // 5. Quantized latency / FP32 latency on ONNX Runtime CPU, every graph optimization on.
+  void latency_figure(const ModelCase& c) {
+    const std::string path = model_path(c);
+    const std::string dir = (fs::temp_directory_path() / "mixprec_bench").string();
+    save_stats(stats_.at(c.name), dir + "/stats_" + c.name + ".json");
+    Workbench bench({.model_path = path,
+                     .stats_path = dir + "/stats_" + c.name + ".json",
+                     .calibration = pictures(c, "calib"),
+                     .evaluation = pictures(c, "eval")});
+    const SessionOptions deploy{.optimization = GraphOptimization::kAll};
+    const int runs = options_.full ? 50 : 20;
+    const Timing fp32 = latency(Session::from_file(path, deploy), bench.sample(0), runs);
+    Json j = {{"runs", runs}, {"fp32", timing_json(fp32)}};
+    // U8S8 with outputs quantized too: the Q after each Conv lets ONNX Runtime fuse QLinearConv.
+    QuantConfig fused = *preset_config("U8S8");
+    fused.global.output_tensors = fused.global.input_tensors;
+    const std::map<std::string, QuantConfig> configs = {{"XINT8", *preset_config("XINT8")},
+                                                        {"A8W8", *preset_config("A8W8")},
+                                                        {"U8S8+out", fused},
+                                                        {"BF16", *preset_config("BF16")}};
+    for (const char* preset : {"XINT8", "A8W8", "U8S8+out", "BF16"}) {
+      const Timing t = latency(Session::from_model(bench.build(configs.at(preset)), path, deploy), bench.sample(0), runs);
+      const double ratio = t.median / fp32.median;
+      j[preset] = {{"latency", timing_json(t)}, {"ratio_median", ratio}, {"ratio_min", t.min / fp32.min}};
+      const bool informative = std::string(preset) == "BF16" || std::string(preset) == "U8S8+out" ||
+                               std::string(c.name) == "rec";
+      add({"5 latency/FP32", c.name, std::string(preset) + " (FP32 median " + std::to_string(1000 * fp32.median).substr(0, 5) + " ms)",
+           ratio, informative ? "" : "<= 0.67", informative || ratio <= 0.67});
+    }
+    json_["latency"][c.name] = j;
+  }
+
+  // 6. Load, rewrite (prepare + XINT8 from statistics) and save the detector.
+  void rewrite_figure(const ModelCase& c) {
+    const std::string path = model_path(c);
+    const std::string out = (fs::temp_directory_path() / "mixprec_bench" / "det_xint8.onnx").string();
+    const CalibrationStats& stats = stats_.at(c.name);
+    const QuantConfig config = *preset_config("XINT8");
+    const Timing t = measure(options_.repeats, [&] {
+      const onnx::ModelProto prepared = prepare_model(load_model(path), {.fold_batchnorm = true}, path);
+      QuantizeOptions options;
+      options.calib_method = config.extra.calib_method;
+      const RankLookup rank_of = [&](const std::string& name) -> std::optional<int64_t> {
+        auto it = stats.ranks.find(name);
+        return it == stats.ranks.end() ? std::nullopt : std::optional<int64_t>(it->second);
+      };
+      save_model(quantize_model(prepared, assign_layers(config, prepared, path), stats, options, path, rank_of), out);
+    });
+    json_["load_rewrite_save"][c.name] = timing_json(t);
+    add({"6 load+rewrite+save (ms)", c.name, "XINT8 from saved statistics", 1000 * t.median, "", true});
+  }
+
+  void print() const {
+    std::printf("\n%zu figures; JSON in %s\n", rows_.size(), options_.out.c_str());
+  }
+
+  void write_json() {
+    Json rows = Json::array();
+    for (const auto& r : rows_) {
+      rows.push_back({{"figure", r.figure}, {"model", r.model}, {"what", r.what}, {"value", r.value},
+                      {"target", r.target}, {"met", r.met}});
+    }
+    json_["table"] = rows;
+    json_["repeats"] = options_.repeats;
+    json_["full"] = options_.full;
+    json_["runtime"] = runtime_version();
+    fs::create_directories(fs::path(options_.out).parent_path().empty() ? "." : fs::path(options_.out).parent_path());
+    write_file_atomically(options_.out, json_.dump(2));
+  }
+
+  Options options_;
+  std::vector<Row> rows_;
+  std::map<std::string, CalibrationStats> stats_;
+  Json json_;
+};
+
+// Micro benchmark: values binned per second by one statistics collector (the calibration's
+// per-value work), on activation-like data.
+void BM_StatsCollectorUpdate(benchmark::State& state) {
+  std::vector<float> values(static_cast<size_t>(state.range(0)));
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (auto& v : values) v = normal(rng);
+  for (auto _ : state) {
+    StatsCollector collector;
+    collector.update(values);
+    benchmark::DoNotOptimize(collector);
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_StatsCollectorUpdate)->Arg(1 << 20);
+
+}  // namespace
+}  // namespace mixprec::bench
+
+int main(int argc, char** argv) {
+  mixprec::bench::Options options;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--full") {
+      options.full = true;
+      options.repeats = std::max(options.repeats, 5);
+    } else if (arg == "--micro") {
+      options.micro = true;
+    } else if (arg == "--out" && i + 1 < argc) {
+      options.out = argv[++i];
+    } else if (arg == "--repeats" && i + 1 < argc) {
+      options.repeats = std::max(1, std::atoi(argv[++i]));
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  try {
+    if (options.micro) {
+      int count = static_cast<int>(rest.size());
+      benchmark::Initialize(&count, rest.data());
+      benchmark::RunSpecifiedBenchmarks();
+      return 0;
+    }
+    std::printf("  %-26s %-4s %-44s %10s  %s\n", "figure", "model", "what", "value", "target");
+    return mixprec::bench::Bench(options).run();
+  } catch (const std::exception& e) {
+    std::cerr << "mixprec_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
