@@ -56,4 +56,23 @@ MacEstimate estimate_node_macs(const onnx::ModelProto& model,
                                const std::map<std::string, std::vector<int64_t>>& input_shapes = {},
                                const std::string& model_path = "");
 
+// How a runtime's optimized graph (ONNX Runtime's, saved with every optimization on) runs the
+// compute of the model it was built from: each node of `source_macs` with MACs is looked up by
+// name in `optimized` (the runtime keeps a fused node's name), and its MACs count as integer
+// when it became an integer kernel (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger,
+// QGemm, ...), as float when it is still a float op (emulated BF16/FP16 included), and as
+// unmatched when the name is gone (merged into another kernel).
+struct PartitionReport {
+  double integer_macs = 0, float_macs = 0, unmatched_macs = 0;
+  std::map<std::string, size_t> integer_kernels;  // op type -> nodes ("QLinearConv" -> 62)
+  std::vector<std::string> float_nodes;           // "name (op_type)" of compute nodes left in float
+  int64_t quantize_linear = 0, dequantize_linear = 0;  // left in the optimized graph
+  double integer_share() const {
+    const double total = integer_macs + float_macs + unmatched_macs;
+    return total > 0 ? integer_macs / total : 0;
+  }
+};
+
+PartitionReport partition_report(const MacEstimate& source_macs, const onnx::ModelProto& optimized);
+
 }  // namespace mixprec

@@ -15,6 +15,7 @@
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
+#include "mixprec/macs.h"
 #include "mixprec/model_io.h"
 #include "mixprec/run.h"
 #include "mixprec/workflow_report.h"
@@ -353,6 +354,7 @@ class Guide {
     const Session final_session = Session::from_file(report_.final_model_path, options);
     current_.lines.push_back("session on " + params_.session.provider + " with every graph optimization: " +
                              fixed(1000 * seconds_since(t0), 1) + " ms; optimized graph " + options.optimized_model_path);
+    partition_lines(bench, load_model(options.optimized_model_path));
     const ModelAnalysis final_analysis = analyze_model(load_model(report_.final_model_path), report_.final_model_path);
     const Coverage& c = final_analysis.coverage;
     current_.lines.push_back("compute nodes: " + std::to_string(c.quantized) + " integer, " + std::to_string(c.bf16) +
@@ -390,6 +392,31 @@ class Guide {
                                "own provider (--ep)");
     }
     end();
+  }
+
+  // Which share of the model's MACs the runtime's kernels run in integer, and what stayed float.
+  void partition_lines(Workbench& bench, const onnx::ModelProto& optimized) {
+    const PartitionReport p = partition_report(bench.macs(), optimized);
+    std::string kernels;
+    for (const auto& [op, count] : p.integer_kernels) {
+      kernels += (kernels.empty() ? "" : ", ") + std::to_string(count) + " " + op;
+    }
+    current_.lines.push_back(params_.session.provider + " kernels: " + fixed(100 * p.integer_share(), 1) +
+                             "% of MACs in integer kernels" + (kernels.empty() ? "" : " (" + kernels + ")") + ", " +
+                             std::to_string(p.float_nodes.size()) + " compute nodes in float; " +
+                             std::to_string(p.quantize_linear) + " Q / " + std::to_string(p.dequantize_linear) +
+                             " DQ left");
+    if (!p.float_nodes.empty()) {
+      constexpr size_t kShown = 6;
+      std::string names;
+      for (size_t i = 0; i < p.float_nodes.size() && i < kShown; ++i) names += (i ? ", " : "") + p.float_nodes[i];
+      if (p.float_nodes.size() > kShown) names += ", ...";
+      current_.lines.push_back("float compute nodes: " + names);
+    }
+    if (p.unmatched_macs > 0) {
+      current_.lines.push_back(fixed(100 * p.unmatched_macs / (p.integer_macs + p.float_macs + p.unmatched_macs), 1) +
+                               "% of MACs in nodes the runtime merged away (not attributed)");
+    }
   }
 
   // --- the other modes -------------------------------------------------------------------

@@ -67,6 +67,9 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   EXPECT_EQ(r.final_model_path, path("work/final.onnx"));
   EXPECT_TRUE(fs::exists(path("work/quantized.onnx")));  // the starting config's model is kept too
   EXPECT_TRUE(fs::exists(path("work/final.optimized.onnx")));
+  bool partition_line = false;
+  for (const auto& line : phase(r, "compile").lines) partition_line |= line.find("of MACs in integer kernels") != std::string::npos;
+  EXPECT_TRUE(partition_line);
   EXPECT_EQ(r.outcome.rfind("PASS", 0), 0u) << r.outcome;
 }
 
