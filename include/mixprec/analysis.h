@@ -90,6 +90,10 @@ struct QuantizationSummary {
   int64_t cast_pairs_fp16 = 0;
   int64_t qoperator_nodes = 0;      // quantized kernels and QLinear* element-wise ops
   int64_t custom_domain_nodes = 0;  // quantize/dequantize ops outside the default domain
+  // Edge quantization: main-graph inputs read by a quantize op (the model takes float and
+  // quantizes at its edge) and main-graph outputs produced by a dequantize op.
+  int64_t edge_quantized_inputs = 0;
+  int64_t edge_dequantized_outputs = 0;
   // Quantized element types seen (zero points, quantized operands, Q outputs, cast-pair
   // targets), where the model declares them; sorted, unique ("bfloat16", "int8", "uint8", ...).
   std::vector<std::string> dtypes;

@@ -2,6 +2,8 @@
 // the passes declared in analysis/model_graph.h.
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string>
 
 #include "analysis/model_graph.h"
 #include "mixprec/analysis.h"
@@ -90,6 +92,25 @@ std::string dims_to_string(const std::optional<std::vector<Dim>>& shape) {
   return text + "]";
 }
 
+namespace {
+
+// Q reading a graph input, DQ writing a graph output (any domain: the op names are the same).
+void count_edge_quantization(const onnx::GraphProto& graph, QuantizationSummary& summary) {
+  std::set<std::string> inputs, outputs;
+  for (const auto& input : graph.input()) inputs.insert(input.name());
+  for (const auto& output : graph.output()) outputs.insert(output.name());
+  for (const auto& node : graph.node()) {
+    if (node.op_type() == "QuantizeLinear" && node.input_size() > 0 && inputs.count(node.input(0))) {
+      ++summary.edge_quantized_inputs;
+    }
+    if (node.op_type() == "DequantizeLinear" && node.output_size() > 0 && outputs.count(node.output(0))) {
+      ++summary.edge_dequantized_outputs;
+    }
+  }
+}
+
+}  // namespace
+
 ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& model_path) {
   const analysis::ModelGraph graph(model.graph(), model_path);
 
@@ -105,6 +126,7 @@ ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& mo
   result.node_count = static_cast<int64_t>(graph.size());
 
   result.quantization = analysis::summarize_quantization(graph);
+  count_edge_quantization(model.graph(), result.quantization);
   result.op_histogram = op_histogram(graph);
   for (const onnx::ValueInfoProto& input : model.graph().input()) {
     if (!graph.root().is_initializer(input.name())) result.inputs.push_back(describe_value(input));

@@ -124,7 +124,9 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
                           {"cast_pairs_fp16", quant.cast_pairs_fp16},
                           {"qoperator_nodes", quant.qoperator_nodes},
                           {"custom_domain_nodes", quant.custom_domain_nodes},
-                          {"dtypes", quant.dtypes}};
+                          {"dtypes", quant.dtypes},
+                          {"edge_quantized_inputs", quant.edge_quantized_inputs},
+                          {"edge_dequantized_outputs", quant.edge_dequantized_outputs}};
   json["inputs"] = tensors_json(analysis.inputs);
   json["outputs"] = tensors_json(analysis.outputs);
   json["op_histogram"] = std::move(histogram);
@@ -168,6 +170,8 @@ std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTable
   quantization.add({"cast pairs fp16", std::to_string(quant.cast_pairs_fp16)});
   quantization.add({"QOperator nodes", std::to_string(quant.qoperator_nodes)});
   quantization.add({"custom-domain quant nodes", std::to_string(quant.custom_domain_nodes)});
+  quantization.add({"edge: Q at inputs", std::to_string(quant.edge_quantized_inputs)});
+  quantization.add({"edge: DQ at outputs", std::to_string(quant.edge_dequantized_outputs)});
   quantization.add({"dtypes", quant.dtypes.empty() ? "-" : join(quant.dtypes, ", ")});
   text += section("Quantization", quantization);
 

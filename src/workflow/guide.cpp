@@ -360,6 +360,10 @@ class Guide {
     current_.lines.push_back("compute nodes: " + std::to_string(c.quantized) + " integer, " + std::to_string(c.bf16) +
                              " bf16, " + std::to_string(c.fp16) + " fp16, " + std::to_string(c.float32) +
                              " float32 of " + std::to_string(c.compute_nodes));
+    current_.lines.push_back("edge quantization: " + std::to_string(final_analysis.quantization.edge_quantized_inputs) +
+                             " model inputs quantized by a Q, " +
+                             std::to_string(final_analysis.quantization.edge_dequantized_outputs) +
+                             " outputs produced by a DQ");
     const IslandSummary& i = final_analysis.islands;
     current_.lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) +
                              " integer, " + std::to_string(i.bf16_islands) + " bf16, " +

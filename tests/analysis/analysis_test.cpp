@@ -137,6 +137,8 @@ TEST(AnalysisTest, QdqModelStateCountsAndDtypes) {
   EXPECT_EQ(quant.dequantize_linear, 4);  // activation and weight per layer
   EXPECT_EQ(quant.cast_pairs_bf16 + quant.cast_pairs_fp16 + quant.qoperator_nodes + quant.custom_domain_nodes, 0);
   EXPECT_EQ(quant.dtypes, (std::vector<std::string>{"int8", "uint8"}));
+  EXPECT_EQ(quant.edge_quantized_inputs, 1);    // x is quantized where it enters
+  EXPECT_EQ(quant.edge_dequantized_outputs, 0);  // the last Relu writes the float output
   EXPECT_EQ(histogram(analysis),
             (Counts{{"DequantizeLinear", 4}, {"Conv", 2}, {"QuantizeLinear", 2}, {"Relu", 2}}));
   EXPECT_EQ(analysis.coverage.quantized, 2);
@@ -153,6 +155,8 @@ TEST(AnalysisTest, QuantizeLinearWithoutZeroPointIsUint8) {
                                              .build());
   EXPECT_EQ(analysis.quantization.state, QuantState::kQdq);
   EXPECT_EQ(analysis.quantization.dtypes, std::vector<std::string>{"uint8"});
+  EXPECT_EQ(analysis.quantization.edge_quantized_inputs, 1);
+  EXPECT_EQ(analysis.quantization.edge_dequantized_outputs, 1);
 }
 
 TEST(AnalysisTest, CastPairsAreDetectedPerLowType) {
@@ -559,7 +563,7 @@ TEST(AnalysisReportTest, JsonHasStableKeysAndValues) {
   for (const auto& item : json["quantization"].items()) quant_keys.push_back(item.key());
   EXPECT_EQ(quant_keys, (std::vector<std::string>{"state", "quantize_linear", "dequantize_linear", "cast_pairs_bf16",
                                                   "cast_pairs_fp16", "qoperator_nodes", "custom_domain_nodes",
-                                                  "dtypes"}));
+                                                  "dtypes", "edge_quantized_inputs", "edge_dequantized_outputs"}));
 
   EXPECT_EQ(json["model"]["path"], kPath);
   EXPECT_EQ(json["model"]["opsets"]["ai.onnx"], 17);
