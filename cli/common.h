@@ -59,6 +59,7 @@ Command add_explore(CLI::App& app);
 Command add_dry_run(CLI::App& app);
 Command add_requantize(CLI::App& app);
 Command add_guide(CLI::App& app);
+Command add_ladder(CLI::App& app);
 
 // Flags for sample data that may be pictures: DataFlags plus --preprocess and --image-size.
 struct SampleFlags {

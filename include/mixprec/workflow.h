@@ -88,4 +88,53 @@ struct RequantizeReport {
 // kBadInput when the model is not quantized (nothing to strip: use quantize).
 RequantizeReport requantize(const RequantizeParams& params);
 
+// The shallow ladder (SPEC "Shallow ladder"): w8a8 first (XINT8 on devices that need
+// power-of-two scales, A8W8 otherwise); if it misses the task's criterion, w8a16 (A16W8); if
+// both miss, the float model stays and the report says what to try next. One calibration,
+// one FP32 reference, one evaluation per rung tried.
+struct LadderParams {
+  std::string model_path;
+  std::string work_dir;        // statistics and the rung models (ladder_<preset>.onnx)
+  DataSpec calibration;
+  DataSpec evaluation;
+  std::string device = "ve2";
+  Tolerance tolerance;
+  std::optional<AccuracyTarget> target;
+  SessionOptions session;      // its provider is tried on every rung model (accuracy runs on CPU)
+  ProgressFn progress;
+};
+
+struct LadderRung {
+  std::string label;           // "w8a8 (XINT8)", "w8a16 (A16W8)"
+  std::string preset;
+  bool on_device = true;
+  std::string device_note;
+  std::vector<OutputMetrics> metrics;
+  Verdict verdict;
+  std::string model_path;
+  double seconds = 0;
+};
+
+struct RuntimeTrial {
+  std::string runtime;         // "CPUExecutionProvider", or the provider asked for
+  std::string model;           // which model it loaded
+  bool ok = false;
+  std::string detail;          // what it was used for, or why it failed
+};
+
+struct LadderReport {
+  TaskInference task;
+  std::string device;
+  size_t samples = 0;
+  std::string data_description;
+  std::vector<LadderRung> rungs;      // in the order tried; the ladder stops at the first pass
+  std::string chosen;                 // the passing rung's preset, or "float"
+  std::string chosen_model_path;      // empty for float: the input model stays as it is
+  std::string follow_up;              // what to do next, in words
+  std::vector<RuntimeTrial> runtimes; // every runtime tried, failed ones included
+  std::vector<std::string> warnings;
+};
+
+LadderReport ladder(const LadderParams& params);
+
 }  // namespace mixprec

@@ -15,6 +15,9 @@ namespace mixprec {
 std::string dry_run_text(const DryRunReport& report);
 nlohmann::ordered_json dry_run_to_json(const DryRunReport& report);
 
+// Every rung tried with its metrics and verdict, the runtimes tried, and the outcome.
+std::string ladder_text(const LadderReport& report);
+
 // Previous and new quantization against the stripped float model, and the delta.
 std::string requantize_text(const RequantizeReport& report);
 

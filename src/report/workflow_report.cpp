@@ -62,6 +62,28 @@ nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
   return j;
 }
 
+std::string ladder_text(const LadderReport& report) {
+  std::ostringstream out;
+  out << "task     " << to_string(report.task.type) << " (" << report.task.reason << ")\n"
+      << "data     " << report.data_description << "\n"
+      << "device   " << report.device << "\n";
+  std::vector<LabeledMetrics> rows;
+  for (const auto& rung : report.rungs) rows.emplace_back(rung.label, rung.metrics);
+  out << metrics_table(rows);
+  for (const auto& rung : report.rungs) {
+    out << rung.label << "  " << verdict_word(rung.verdict) << "  " << rung.verdict.reason;
+    if (!rung.on_device) out << "  [not on " << report.device << ": " << rung.device_note << "]";
+    out << "\n";
+  }
+  for (const auto& runtime : report.runtimes) {
+    out << "runtime  " << runtime.runtime << ": " << (runtime.ok ? "ok" : "FAILED") << ", " << runtime.detail << " ("
+        << runtime.model << ")\n";
+  }
+  out << "chosen   " << report.chosen << "\n"
+      << "next     " << report.follow_up << "\n";
+  return out.str();
+}
+
 std::string requantize_text(const RequantizeReport& report) {
   std::ostringstream out;
   out << "task      " << to_string(report.task.type) << " (" << report.task.reason << ")\n"

@@ -141,5 +141,63 @@ TEST_F(RequantizeTest, NeedsANewConfig) {
   EXPECT_FALSE(fs::exists(p.output_path));
 }
 
+class LadderTest : public testing::TempDirTest {
+ protected:
+  LadderParams params(const std::string& target) {
+    save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
+    LadderParams p;
+    p.model_path = path("model.onnx");
+    p.work_dir = path("work");
+    p.calibration.data.random_samples = 16;
+    p.calibration.data.seed = 1;
+    p.evaluation.data.random_samples = 32;
+    p.evaluation.data.seed = 2;
+    p.device = "cpu";
+    p.target = parse_target(target);
+    return p;
+  }
+};
+
+// "mix" loses its inputs at 8 bits (scale 1001/127 > 2) but keeps them at 16 (scale 1001/32767).
+TEST_F(LadderTest, W8a8MissesAndW8a16IsChosen) {
+  const LadderReport r = ladder(params("psnr>30"));
+  ASSERT_EQ(r.rungs.size(), 2u);
+  EXPECT_EQ(r.rungs[0].preset, "A8W8");  // cpu: no power-of-two requirement
+  EXPECT_FALSE(r.rungs[0].verdict.pass);
+  EXPECT_TRUE(r.rungs[1].verdict.pass) << r.rungs[1].verdict.reason;
+  EXPECT_EQ(r.chosen, "A16W8");
+  EXPECT_EQ(r.chosen_model_path, r.rungs[1].model_path);
+  EXPECT_TRUE(fs::exists(r.chosen_model_path));
+}
+
+TEST_F(LadderTest, StopsAtTheFirstRungThatPasses) {
+  LadderParams p = params("psnr>-100");
+  p.device = "ve2";
+  const LadderReport r = ladder(p);
+  ASSERT_EQ(r.rungs.size(), 1u);
+  EXPECT_EQ(r.rungs[0].preset, "XINT8");  // power-of-two scales on the NPU
+  EXPECT_EQ(r.chosen, "XINT8");
+}
+
+TEST_F(LadderTest, BothMissingKeepsFloatAndSaysWhatNext) {
+  const LadderReport r = ladder(params("psnr>190"));
+  EXPECT_EQ(r.rungs.size(), 2u);
+  EXPECT_EQ(r.chosen, "float");
+  EXPECT_TRUE(r.chosen_model_path.empty());
+  EXPECT_NE(r.follow_up.find("--explore"), std::string::npos) << r.follow_up;
+}
+
+TEST_F(LadderTest, EveryRuntimeTriedIsReportedFailuresIncluded) {
+  LadderParams p = params("psnr>30");
+  p.session.provider = "CUDA";  // not in the CPU-only build the set-up fetches
+  const LadderReport r = ladder(p);
+  ASSERT_EQ(r.runtimes.size(), 1 + r.rungs.size());
+  EXPECT_TRUE(r.runtimes[0].ok);
+  for (size_t i = 1; i < r.runtimes.size(); ++i) {
+    EXPECT_FALSE(r.runtimes[i].ok);
+    EXPECT_NE(r.runtimes[i].detail.find("not in this ONNX Runtime build"), std::string::npos) << r.runtimes[i].detail;
+  }
+}
+
 }  // namespace
 }  // namespace mixprec

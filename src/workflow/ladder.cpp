@@ -1,0 +1,98 @@
+// ladder: SPEC's shallow ladder, w8a8 -> w8a16 -> float, stopping at the first rung that meets
+// the task's criterion (classification: top-1 agreement; regression: PSNR and pass rate; or
+// the user's target). Rungs are data: one row each.
+#include <filesystem>
+
+#include "mixprec/devices.h"
+#include "mixprec/error.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+#include "mixprec/workflow.h"
+#include "search/workbench.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+
+struct RungRow {
+  const char* label;
+  const char* power_of_two_preset;  // on devices that need power-of-two scales
+  const char* preset;               // elsewhere
+};
+constexpr RungRow kRungs[] = {
+    {"w8a8", "XINT8", "A8W8"},
+    {"w8a16", "A16W8", "A16W8"},
+};
+
+}  // namespace
+
+LadderReport ladder(const LadderParams& params) {
+  WarningCollector warnings;
+  const DeviceProfile& device = device_profile(params.device);
+  LadderReport report;
+  report.device = device.name;
+  fs::create_directories(params.work_dir);
+  Workbench bench({.model_path = params.model_path,
+                   .stats_path = (fs::path(params.work_dir) / "stats.json").string(),
+                   .calibration = params.calibration,
+                   .evaluation = params.evaluation,
+                   .calibration_samples = static_cast<size_t>(preset_config("A8W8")->extra.num_calib_samples),
+                   .tolerance = params.tolerance,
+                   .target = params.target,
+                   .progress = params.progress});
+  report.task = bench.task();
+  report.samples = bench.samples();
+  report.data_description = bench.data_description();
+  report.runtimes.push_back({"CPUExecutionProvider", params.model_path, true, "FP32 reference and every accuracy run"});
+
+  for (const auto& row : kRungs) {
+    const std::string preset = device.requires_power_of_two ? row.power_of_two_preset : row.preset;
+    const QuantConfig config = *preset_config(preset);
+    LadderRung rung;
+    rung.label = std::string(row.label) + " (" + preset + ")";
+    rung.preset = preset;
+    if (const auto why = device_rejects(device, formats_used(config))) {
+      rung.on_device = false;
+      rung.device_note = *why;
+    }
+    const Evaluation e = bench.evaluate(config);
+    rung.metrics = e.metrics;
+    rung.verdict = e.verdict;
+    rung.seconds = e.seconds;
+    rung.model_path = (fs::path(params.work_dir) / ("ladder_" + preset + ".onnx")).string();
+    save_model(*e.model, rung.model_path);
+    if (params.session.provider != "CPU" && params.session.provider != "CPUExecutionProvider") {
+      RuntimeTrial trial{params.session.provider, rung.model_path, false, ""};
+      try {
+        Session::from_model(*e.model, params.model_path, params.session);
+        trial.ok = true;
+        trial.detail = "session built";
+      } catch (const Error& error) {
+        trial.detail = error.message();
+      }
+      report.runtimes.push_back(std::move(trial));
+    }
+    const bool usable = rung.verdict.pass && rung.on_device;
+    report.rungs.push_back(std::move(rung));
+    if (usable) {
+      report.chosen = preset;
+      report.chosen_model_path = report.rungs.back().model_path;
+      report.follow_up = report.rungs.back().label + " meets the criterion: deploy " + report.chosen_model_path;
+      break;
+    }
+  }
+  if (report.chosen.empty()) {
+    report.chosen = "float";
+    std::string numbers;
+    for (const auto& rung : report.rungs) {
+      numbers += (numbers.empty() ? "" : "; ") + rung.label + " " + (rung.verdict.pass ? "passes" : "misses") + " (" +
+                 rung.verdict.reason + ")" + (rung.on_device ? "" : " and " + rung.device_note);
+    }
+    report.follow_up = numbers + ". The float model stays. Next: mixed precision with the few sensitive layers "
+                                 "in BF16 (`mixprec guide --explore`), or a looser criterion.";
+  }
+  report.warnings = warnings.warnings();
+  return report;
+}
+
+}  // namespace mixprec
