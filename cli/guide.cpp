@@ -14,7 +14,7 @@ namespace mixprec::cli {
 Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, device = "ve2", mode = "full", stage = "compile", target, work_dir, env_script;
-    std::string ranking = "layer-error", search = "greedy", lift = "BF16";
+    std::string ranking = "layer-error", search = "greedy", lift = "BF16", strategy = "default";
     bool explore = false;
     double budget = 0.3;
     size_t max_iterations = 0;
@@ -31,6 +31,9 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--device", flags->device, "stx, ve2 or cpu")->capture_default_str();
   cmd->add_option("--mode", flags->mode, "full, dry-run or requantize")->capture_default_str();
   cmd->add_option("--stage", flags->stage, "compile, or exec to also time FP32 vs the final model")
+      ->capture_default_str();
+  cmd->add_option("--strategy", flags->strategy,
+                  "default (quantize, validate, explore) or ladder (w8a8, then w8a16, else float)")
       ->capture_default_str();
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
   cmd->add_option("--ranking", flags->ranking, "exploration ranking: dynamic-range, measured or layer-error")->capture_default_str();
@@ -62,6 +65,10 @@ Command add_guide(CLI::App& app) {
             if (!stage) throw_bad_input("", "unknown --stage '" + flags->stage + "' (compile, exec)");
             params.stage = *stage;
             params.explore = flags->explore;
+            if (flags->strategy != "default" && flags->strategy != "ladder") {
+              throw_bad_input("", "unknown --strategy '" + flags->strategy + "' (default, ladder)");
+            }
+            params.ladder = flags->strategy == "ladder";
             const auto ranking = ranking_from_name(flags->ranking);
             if (!ranking) throw_bad_input("", "unknown --ranking '" + flags->ranking + "' (dynamic-range, measured, layer-error)");
             params.ranking = *ranking;

@@ -29,6 +29,7 @@ struct GuideParams {
   GuideMode mode = GuideMode::kFull;
   GuideStage stage = GuideStage::kCompile;
   bool explore = false;
+  bool ladder = false;          // --strategy ladder: w8a8 -> w8a16 -> float instead of quantize/validate/explore
   Ranking ranking = Ranking::kLayerError;
   SearchMode search = SearchMode::kGreedy;
   std::string lift = "BF16";    // explore: BF16, or FP16 on devices that run it
@@ -60,6 +61,7 @@ struct GuideReport {
   std::optional<DryRunReport> dry_run;
   std::optional<RequantizeReport> requantize;
   std::optional<ExploreResult> explore;
+  std::optional<LadderReport> ladder;
   std::vector<std::string> warnings;
 };
 

@@ -137,6 +137,10 @@ class Guide {
   // --- full mode -------------------------------------------------------------------------
   void full() {
     const ModelAnalysis analysis = analyze();
+    if (params_.ladder) {
+      ladder_strategy();
+      return;
+    }
     const QuantConfig config = choose_config(analysis);
 
     begin("calibrate");
@@ -193,6 +197,46 @@ class Guide {
                       (report_.pass ? " meets " : " misses ") + quantized.verdict.criterion +
                       "; expected compute time on " + device_->name + ": " + fixed(time) + "x full BF16";
     if (!report_.pass && !params_.explore) report_.outcome += ". Add --explore to search the layers to keep in higher precision";
+  }
+
+  // --strategy ladder: the ladder replaces config/quantize/validate/explore; the rung it keeps
+  // goes through compile (and exec).
+  void ladder_strategy() {
+    begin("ladder");
+    LadderParams p;
+    p.model_path = params_.model_path;
+    p.work_dir = params_.work_dir;
+    p.calibration = params_.calibration;
+    p.evaluation = params_.evaluation;
+    p.device = params_.device;
+    p.tolerance = params_.tolerance;
+    p.target = params_.target;
+    p.session = params_.session;
+    p.progress = params_.progress;
+    LadderReport r = ladder(p);
+    std::istringstream text(ladder_text(r));
+    for (std::string line; std::getline(text, line);) current_.lines.push_back(line);
+    report_.pass = r.chosen != "float";
+    current_.status = report_.pass ? "pass" : "fail";
+    report_.outcome = (report_.pass ? "PASS: " : "FAIL: ") + r.follow_up;
+    const std::string chosen = r.chosen;
+    if (report_.pass) {
+      report_.final_model_path = r.chosen_model_path;
+      report_.final_config_path = work_file("ladder_" + chosen + ".config.json");
+      save_config(*preset_config(chosen), report_.final_config_path);
+    }
+    report_.ladder = std::move(r);
+    end();
+    if (!report_.pass) return;
+    const QuantConfig config = *preset_config(chosen);
+    Workbench bench({.model_path = params_.model_path,
+                     .stats_path = work_file("stats.json"),  // the ladder's: no second calibration
+                     .calibration = params_.calibration,
+                     .evaluation = params_.evaluation,
+                     .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
+                     .tolerance = params_.tolerance,
+                     .target = params_.target});
+    compile_phase(bench, config);
   }
 
   // A proposed config tries every calibration method its formats allow (power-of-two ones on

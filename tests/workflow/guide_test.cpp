@@ -131,6 +131,19 @@ TEST_F(GuideTest, DryRunModeWritesItsTableAndRecommendation) {
   EXPECT_TRUE(fs::exists(path("work/dry_run.json")));
 }
 
+TEST_F(GuideTest, LadderStrategyKeepsTheFirstPassingRungAndCompilesIt) {
+  GuideParams p = params();
+  p.ladder = true;
+  p.device = "cpu";  // w8a8 is A8W8 there, and the device runs w8a16
+  const GuideReport r = guide(p);
+  EXPECT_EQ(names(r), (std::vector<std::string>{"analyze", "ladder", "compile"}));
+  ASSERT_TRUE(r.ladder.has_value());
+  EXPECT_EQ(r.ladder->chosen, "A16W8");  // "mix" needs more than 8 bits of activation
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.final_model_path, path("work/ladder_A16W8.onnx"));
+  EXPECT_TRUE(fs::exists(r.final_config_path));
+}
+
 TEST_F(GuideTest, EnvironmentScriptAssignmentsAreReadAndCommandsRefused) {
   std::ofstream(path("env.sh")) << "# set up\nexport XLNX_TARGET=ve2\nORT_LOG='verbose'\n\nMIXPREC_X=\"a b\"\n";
   const auto vars = read_env_script(path("env.sh"));
