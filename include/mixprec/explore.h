@@ -3,10 +3,12 @@
 //
 // Calibrate once (or reuse the work dir's statistics), cache the FP32 reference outputs, then
 // every step is one graph rewrite from those statistics plus one evaluation pass: no step
-// re-runs calibration or the FP32 model. Promotions happen one layer at a time in ranking order
-// under the SPEC guardrails: a promotion that does not improve the objective is skipped, one
-// that makes it worse is rolled back; the search stops when the criterion is met, on a PSNR
-// plateau (< 0.5 dB over 3 accepted promotions), at the BF16 budget, or after max iterations.
+// re-runs calibration or the FP32 model. The greedy search (SPEC's) promotes one layer at a
+// time in ranking order under the guardrails: a promotion that does not improve the objective
+// is skipped, one that makes it worse is rolled back; it stops when the criterion is met, on a
+// PSNR plateau (< 0.5 dB over 3 accepted promotions), at the BF16 budget, or after max
+// iterations. The bisection search finds the fewest top-ranked layers that meet the criterion
+// within the budget instead, in about log2(budget) evaluations.
 // Early exits: full INT8 already passes (for classification: the pre-exploration gate), or full
 // BF16 fails (out of reach by precision alone).
 //
