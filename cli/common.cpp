@@ -1,3 +1,4 @@
+#include <filesystem>
 #include "common.h"
 
 #include <unistd.h>
@@ -68,6 +69,29 @@ DataSpec SampleFlags::resolve() const {
     spec.image_width = hw[1];
   }
   return spec;
+}
+
+void CriterionFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--target-accuracy", target,
+                 "replace the task's criterion: psnr>30, sqnr>=25, cosine>0.999, top1>=99%, pass_rate>=99.9%");
+  cmd.add_option("--atol", tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
+  cmd.add_option("--rtol", tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+}
+
+std::optional<AccuracyTarget> CriterionFlags::resolve_target() const {
+  if (target.empty()) return std::nullopt;
+  return parse_target(target);
+}
+
+DataSpec calibration_spec(const DataSpec& evaluation, const std::vector<std::string>& files) {
+  DataSpec spec = evaluation;
+  spec.data.files = files;
+  spec.data.random_samples = 0;
+  return spec;
+}
+
+std::string work_dir_or_default(const std::string& given, const std::string& model, const std::string& suffix) {
+  return given.empty() ? std::filesystem::path(model).stem().string() + suffix : given;
 }
 
 ProgressFn progress_bar(const std::string& label) {

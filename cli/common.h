@@ -2,11 +2,13 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "mixprec/metrics.h"
 #include "mixprec/pipeline.h"
 #include "mixprec/runtime.h"
 #include "mixprec/sample_source.h"
@@ -70,6 +72,22 @@ struct SampleFlags {
   void add_to(CLI::App& cmd, const std::string& files_flag, size_t default_random);
   DataSpec resolve() const;
 };
+
+// The accuracy criterion flags: --target-accuracy, --atol, --rtol.
+struct CriterionFlags {
+  std::string target;
+  Tolerance tolerance;
+
+  void add_to(CLI::App& cmd);
+  std::optional<AccuracyTarget> resolve_target() const;  // nullopt: the task's own criterion
+};
+
+// Calibration data given as files beside evaluation data: the evaluation spec's preprocessing
+// and sizes, with `files` as the samples.
+DataSpec calibration_spec(const DataSpec& evaluation, const std::vector<std::string>& files);
+
+// `given`, or MODEL_STEM + suffix in the current directory ("det.mixprec").
+std::string work_dir_or_default(const std::string& given, const std::string& model, const std::string& suffix);
 
 // A progress callback drawing "label  done/total  rate/s" on stderr when it is a terminal,
 // and nothing otherwise (logs and CI stay clean).

@@ -10,10 +10,10 @@ namespace mixprec::cli {
 
 Command add_compare(CLI::App& app) {
   struct Flags {
-    std::string reference, model, target;
+    std::string reference, model;
     SampleFlags data;
     RuntimeFlags runtime;
-    Tolerance tolerance;
+    CriterionFlags criterion;
     bool json = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -22,10 +22,7 @@ Command add_compare(CLI::App& app) {
   cmd->add_option("REFERENCE", flags->reference, "reference (FP32) model")->required();
   cmd->add_option("MODEL", flags->model, "model to judge")->required();
   flags->data.add_to(*cmd, "--data", 100);
-  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--target-accuracy", flags->target,
-                  "replace the task's criterion: psnr>30, sqnr>=25, cosine>0.999, top1>=99%, pass_rate>=99.9%");
+  flags->criterion.add_to(*cmd);
   cmd->add_flag("--json", flags->json, "print JSON");
   flags->runtime.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " compare exits 3 when the model misses the accuracy criterion.");
@@ -34,8 +31,8 @@ Command add_compare(CLI::App& app) {
             params.reference_path = flags->reference;
             params.model_path = flags->model;
             params.data = flags->data.resolve();
-            params.tolerance = flags->tolerance;
-            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.tolerance = flags->criterion.tolerance;
+            params.target = flags->criterion.resolve_target();
             params.session = flags->runtime.resolve();
             params.progress = progress_bar("comparing");
             const CompareReport r = compare_job(params);

@@ -1,4 +1,3 @@
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -11,11 +10,11 @@ namespace mixprec::cli {
 
 Command add_dry_run(CLI::App& app) {
   struct Flags {
-    std::string model, work_dir, target, device = "ve2";
+    std::string model, work_dir, device = "ve2";
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
-    Tolerance tolerance;
+    CriterionFlags criterion;
     bool json = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -27,26 +26,20 @@ Command add_dry_run(CLI::App& app) {
   cmd->add_option("--calibration-data", flags->calibration,
                   "calibration files, pictures or folders (default: the evaluation data, with a warning)");
   flags->data.add_to(*cmd, "--data", 100);
-  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
-  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  flags->criterion.add_to(*cmd);
   cmd->add_flag("--json", flags->json, "print JSON");
   flags->runtime.add_to(*cmd);
   cmd->footer(kExitCodesHelp);
   return {cmd, [flags] {
             DryRunParams params;
             params.model_path = flags->model;
-            params.work_dir = flags->work_dir.empty()
-                                  ? std::filesystem::path(flags->model).stem().string() + ".dry_run"
-                                  : flags->work_dir;
+            params.work_dir = work_dir_or_default(flags->work_dir, flags->model, ".dry_run");
             params.evaluation = flags->data.resolve();
-            params.calibration = params.evaluation;
-            params.calibration.data.files = flags->calibration;
-            params.calibration.data.random_samples = 0;
+            params.calibration = calibration_spec(params.evaluation, flags->calibration);
             params.device = flags->device;
             device_profile(params.device);  // an unknown device fails before any work
-            params.tolerance = flags->tolerance;
-            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.tolerance = flags->criterion.tolerance;
+            params.target = flags->criterion.resolve_target();
             params.session = flags->runtime.resolve();
             params.progress = progress_bar("calibrating");
             const DryRunReport r = dry_run(params);

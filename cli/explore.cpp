@@ -29,11 +29,11 @@ size_t abort_after_steps() {
 
 Command add_explore(CLI::App& app) {
   struct Flags {
-    std::string model, output, work_dir, target, ranking = "layer-error", search = "greedy", preset = "XINT8", config, device = "ve2", lift = "BF16";
+    std::string model, output, work_dir, ranking = "layer-error", search = "greedy", preset = "XINT8", config, device = "ve2", lift = "BF16";
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
-    Tolerance tolerance;
+    CriterionFlags criterion;
     double budget = 0.3;
     size_t max_iterations = 0;
     bool resume = false;
@@ -51,9 +51,7 @@ Command add_explore(CLI::App& app) {
   cmd->add_option("--config", flags->config, "or a config file as the starting point (its integer layers are the candidates)");
   cmd->add_option("--device", flags->device, "stx, ve2 or cpu: formats allowed and the expected speed-up")
       ->capture_default_str();
-  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
-  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  flags->criterion.add_to(*cmd);
   cmd->add_option("--lift", flags->lift, "precision of a promoted layer: BF16, or FP16 where the device runs it")
       ->capture_default_str();
   cmd->add_option("--bf16-budget", flags->budget, "largest share of candidate layers lifted")
@@ -77,13 +75,12 @@ Command add_explore(CLI::App& app) {
             params.device = flags->device;
             params.lift = flags->lift;
             params.evaluation = flags->data.resolve();
-            params.calibration = params.evaluation;
-            params.calibration.data.files = flags->calibration;
+            params.calibration = calibration_spec(params.evaluation, flags->calibration);
             if (params.evaluation.data.files.empty() && params.evaluation.data.random_samples == 0) {
               throw_bad_input("", "give evaluation data with --data (pictures, .npy/.npz) or --random N");
             }
-            params.tolerance = flags->tolerance;
-            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.tolerance = flags->criterion.tolerance;
+            params.target = flags->criterion.resolve_target();
             params.bf16_budget = flags->budget;
             params.max_iterations = flags->max_iterations;
             const auto ranking = ranking_from_name(flags->ranking);

@@ -1,6 +1,5 @@
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -13,7 +12,7 @@ namespace mixprec::cli {
 
 Command add_guide(CLI::App& app) {
   struct Flags {
-    std::string model, config, device = "ve2", mode = "full", stage = "compile", target, work_dir, env_script;
+    std::string model, config, device = "ve2", mode = "full", stage = "compile", work_dir, env_script;
     std::string ranking = "layer-error", search = "greedy", lift = "BF16", strategy = "default";
     bool explore = false;
     double budget = 0.3;
@@ -21,7 +20,7 @@ Command add_guide(CLI::App& app) {
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
-    Tolerance tolerance;
+    CriterionFlags criterion;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -44,9 +43,7 @@ Command add_guide(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--lift", flags->lift, "exploration lifts layers to BF16, or FP16 where the device runs it")
       ->capture_default_str();
-  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
-  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  flags->criterion.add_to(*cmd);
   cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
   flags->data.add_to(*cmd, "--data", 0);
   cmd->add_option("--work-dir", flags->work_dir, "every file the run writes (default: MODEL_STEM.mixprec)");
@@ -78,19 +75,15 @@ Command add_guide(CLI::App& app) {
             const auto search = search_mode_from_name(flags->search);
             if (!search) throw_bad_input("", "unknown --search '" + flags->search + "' (greedy, bisection)");
             params.search = *search;
-            if (!flags->target.empty()) params.target = parse_target(flags->target);
-            params.tolerance = flags->tolerance;
+            params.target = flags->criterion.resolve_target();
+            params.tolerance = flags->criterion.tolerance;
             params.evaluation = flags->data.resolve();
-            params.calibration = params.evaluation;
-            params.calibration.data.files = flags->calibration;
-            params.calibration.data.random_samples = 0;
+            params.calibration = calibration_spec(params.evaluation, flags->calibration);
             if (params.evaluation.data.files.empty() && params.evaluation.data.random_samples == 0) {
               log_warning("no --data: evaluating on the calibration data; give held-out samples with --data");
               params.evaluation.data.files = flags->calibration;
             }
-            params.work_dir = flags->work_dir.empty()
-                                  ? std::filesystem::path(flags->model).stem().string() + ".mixprec"
-                                  : flags->work_dir;
+            params.work_dir = work_dir_or_default(flags->work_dir, flags->model, ".mixprec");
             if (!flags->env_script.empty()) {
               const auto variables = read_env_script(flags->env_script);
               for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);

@@ -10,11 +10,11 @@ namespace mixprec::cli {
 
 Command add_requantize(CLI::App& app) {
   struct Flags {
-    std::string model, config, preset, output, work_dir, target;
+    std::string model, config, preset, output, work_dir;
     std::vector<std::string> calibration;
     SampleFlags data;
     RuntimeFlags runtime;
-    Tolerance tolerance;
+    CriterionFlags criterion;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -26,9 +26,7 @@ Command add_requantize(CLI::App& app) {
   cmd->add_option("--work-dir", flags->work_dir, "stripped.onnx and statistics (default: OUTPUT_STEM.requantize)");
   cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
   flags->data.add_to(*cmd, "--data", 100);
-  cmd->add_option("--target-accuracy", flags->target, "replace the task's criterion, e.g. psnr>30");
-  cmd->add_option("--atol", flags->tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
-  cmd->add_option("--rtol", flags->tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
+  flags->criterion.add_to(*cmd);
   flags->runtime.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " requantize exits 3 when the new model misses the criterion.");
   return {cmd, [flags] {
@@ -43,11 +41,9 @@ Command add_requantize(CLI::App& app) {
                                         .string()
                                   : flags->work_dir;
             params.evaluation = flags->data.resolve();
-            params.calibration = params.evaluation;
-            params.calibration.data.files = flags->calibration;
-            params.calibration.data.random_samples = 0;
-            params.tolerance = flags->tolerance;
-            if (!flags->target.empty()) params.target = parse_target(flags->target);
+            params.calibration = calibration_spec(params.evaluation, flags->calibration);
+            params.tolerance = flags->criterion.tolerance;
+            params.target = flags->criterion.resolve_target();
             params.session = flags->runtime.resolve();
             params.progress = progress_bar("calibrating");
             const RequantizeReport r = requantize(params);

@@ -27,16 +27,18 @@ struct DryRunParams {
   ProgressFn progress;         // calibration progress
 };
 
-struct DryRunRow {
-  std::string label;           // "full BF16", "full INT8 (XINT8)", ...
+// One preset evaluated on CPU against FP32: a dry-run row, a ladder rung.
+struct PresetResult {
+  std::string label;           // "full BF16", "w8a8 (XINT8)", ...
   std::string preset;
   bool on_device = true;       // the device runs every format of the preset
   std::string device_note;     // why not, when !on_device
   std::vector<OutputMetrics> metrics;
   Verdict verdict;
   double seconds = 0;          // rewrite + evaluation
-  std::string model_path;
+  std::string model_path;      // the evaluated model, in the work dir
 };
+using DryRunRow = PresetResult;
 
 struct Recommendation {
   std::string action;          // "int8", "explore", "rethink"
@@ -104,16 +106,7 @@ struct LadderParams {
   ProgressFn progress;
 };
 
-struct LadderRung {
-  std::string label;           // "w8a8 (XINT8)", "w8a16 (A16W8)"
-  std::string preset;
-  bool on_device = true;
-  std::string device_note;
-  std::vector<OutputMetrics> metrics;
-  Verdict verdict;
-  std::string model_path;
-  double seconds = 0;
-};
+using LadderRung = PresetResult;
 
 struct RuntimeTrial {
   std::string runtime;         // "CPUExecutionProvider", or the provider asked for

@@ -16,24 +16,33 @@ std::string signed_number(double value, const char* unit) {
 
 std::string verdict_word(const Verdict& verdict) { return verdict.pass ? "PASS" : "FAIL"; }
 
+// What dry-run and the ladder share: the task and data, every preset's metrics against FP32,
+// and one verdict line per preset with the device's word on it.
+std::string preset_results_text(const TaskInference& task, const std::string& data, const std::string& device,
+                                const std::vector<PresetResult>& results) {
+  std::ostringstream out;
+  out << "task     " << to_string(task.type) << " (" << task.reason << ")\n"
+      << "data     " << data << "\n"
+      << "device   " << device << "\n";
+  std::vector<LabeledMetrics> rows;
+  for (const auto& result : results) rows.emplace_back(result.label, result.metrics);
+  out << metrics_table(rows);
+  size_t width = 0;
+  for (const auto& result : results) width = std::max(width, result.label.size());
+  for (const auto& result : results) {
+    out << result.label << std::string(width - result.label.size() + 2, ' ') << verdict_word(result.verdict) << "  "
+        << result.verdict.reason;
+    if (!result.on_device) out << "  [not on " << device << ": " << result.device_note << "]";
+    out << "\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string dry_run_text(const DryRunReport& report) {
   std::ostringstream out;
-  out << "task     " << to_string(report.task.type) << " (" << report.task.reason << ")\n"
-      << "data     " << report.data_description << "\n"
-      << "device   " << report.device << "\n";
-  std::vector<LabeledMetrics> rows;
-  for (const auto& row : report.rows) rows.emplace_back(row.label, row.metrics);
-  out << metrics_table(rows);
-  size_t width = 0;
-  for (const auto& row : report.rows) width = std::max(width, row.label.size());
-  for (const auto& row : report.rows) {
-    out << row.label << std::string(width - row.label.size() + 2, ' ') << verdict_word(row.verdict) << "  "
-        << row.verdict.reason;
-    if (!row.on_device) out << "  [not on " << report.device << ": " << row.device_note << "]";
-    out << "\n";
-  }
+  out << preset_results_text(report.task, report.data_description, report.device, report.rows);
   if (!report.rows.empty()) out << "criterion  " << report.rows.front().verdict.criterion << "\n";
   out << "recommendation  " << report.recommendation.action << ": " << report.recommendation.reason << "\n";
   return out.str();
@@ -64,17 +73,7 @@ nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
 
 std::string ladder_text(const LadderReport& report) {
   std::ostringstream out;
-  out << "task     " << to_string(report.task.type) << " (" << report.task.reason << ")\n"
-      << "data     " << report.data_description << "\n"
-      << "device   " << report.device << "\n";
-  std::vector<LabeledMetrics> rows;
-  for (const auto& rung : report.rungs) rows.emplace_back(rung.label, rung.metrics);
-  out << metrics_table(rows);
-  for (const auto& rung : report.rungs) {
-    out << rung.label << "  " << verdict_word(rung.verdict) << "  " << rung.verdict.reason;
-    if (!rung.on_device) out << "  [not on " << report.device << ": " << rung.device_note << "]";
-    out << "\n";
-  }
+  out << preset_results_text(report.task, report.data_description, report.device, report.rungs);
   for (const auto& runtime : report.runtimes) {
     out << "runtime  " << runtime.runtime << ": " << (runtime.ok ? "ok" : "FAILED") << ", " << runtime.detail << " ("
         << runtime.model << ")\n";

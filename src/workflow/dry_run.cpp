@@ -12,6 +12,7 @@
 #include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
 #include "search/workbench.h"
+#include "workflow/evaluate_preset.h"
 
 namespace mixprec {
 namespace {
@@ -95,20 +96,9 @@ DryRunReport dry_run(const DryRunParams& params) {
   report.reference_seconds = bench.reference_seconds();
 
   for (const auto& choice : kChoices) {
-    const QuantConfig config = *preset_config(choice.preset);
     DryRunRow row;
-    row.label = choice.label;
-    row.preset = choice.preset;
-    if (const auto why = device_rejects(device, formats_used(config))) {
-      row.on_device = false;
-      row.device_note = *why;
-    }
-    const Evaluation e = bench.evaluate(config);
-    row.metrics = e.metrics;
-    row.verdict = e.verdict;
-    row.seconds = e.seconds;
-    row.model_path = (fs::path(params.work_dir) / ("dry_run_" + std::string(choice.preset) + ".onnx")).string();
-    save_model(*e.model, row.model_path);
+    evaluate_preset(bench, device, choice.preset, choice.label,
+                    (fs::path(params.work_dir) / ("dry_run_" + std::string(choice.preset) + ".onnx")).string(), row);
     report.rows.push_back(std::move(row));
   }
   report.recommendation = recommend(report);

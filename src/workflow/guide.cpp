@@ -132,6 +132,11 @@ class Guide {
     report_.phases.push_back(current_);
     if (on_phase_) on_phase_(current_);
   }
+  // A report's text, one phase line per line.
+  void add_lines(const std::string& text) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) current_.lines.push_back(line);
+  }
   std::string work_file(const std::string& name) const { return (fs::path(params_.work_dir) / name).string(); }
 
   // --- full mode -------------------------------------------------------------------------
@@ -214,8 +219,7 @@ class Guide {
     p.session = params_.session;
     p.progress = params_.progress;
     LadderReport r = ladder(p);
-    std::istringstream text(ladder_text(r));
-    for (std::string line; std::getline(text, line);) current_.lines.push_back(line);
+    add_lines(ladder_text(r));
     report_.pass = r.chosen != "float";
     current_.status = report_.pass ? "pass" : "fail";
     report_.outcome = (report_.pass ? "PASS: " : "FAIL: ") + r.follow_up;
@@ -485,8 +489,7 @@ class Guide {
     p.target = params_.target;
     p.progress = params_.progress;
     DryRunReport r = dry_run(p);
-    std::istringstream text(dry_run_text(r));
-    for (std::string line; std::getline(text, line);) current_.lines.push_back(line);
+    add_lines(dry_run_text(r));
     report_.outcome = "recommendation: " + r.recommendation.action + ": " + r.recommendation.reason;
     write_file_atomically(work_file("dry_run.json"), dry_run_to_json(r).dump(2));
     report_.dry_run = std::move(r);
@@ -507,8 +510,7 @@ class Guide {
     p.target = params_.target;
     p.progress = params_.progress;
     RequantizeReport r = requantize(p);
-    std::istringstream text(requantize_text(r));
-    for (std::string line; std::getline(text, line);) current_.lines.push_back(line);
+    add_lines(requantize_text(r));
     current_.status = r.new_verdict.pass ? "pass" : "fail";
     report_.pass = r.new_verdict.pass;
     report_.final_model_path = r.output_path;

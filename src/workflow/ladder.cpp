@@ -9,6 +9,7 @@
 #include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
 #include "search/workbench.h"
+#include "workflow/evaluate_preset.h"
 
 namespace mixprec {
 namespace {
@@ -47,20 +48,10 @@ LadderReport ladder(const LadderParams& params) {
 
   for (const auto& row : kRungs) {
     const std::string preset = device.requires_power_of_two ? row.power_of_two_preset : row.preset;
-    const QuantConfig config = *preset_config(preset);
     LadderRung rung;
-    rung.label = std::string(row.label) + " (" + preset + ")";
-    rung.preset = preset;
-    if (const auto why = device_rejects(device, formats_used(config))) {
-      rung.on_device = false;
-      rung.device_note = *why;
-    }
-    const Evaluation e = bench.evaluate(config);
-    rung.metrics = e.metrics;
-    rung.verdict = e.verdict;
-    rung.seconds = e.seconds;
-    rung.model_path = (fs::path(params.work_dir) / ("ladder_" + preset + ".onnx")).string();
-    save_model(*e.model, rung.model_path);
+    const Evaluation e =
+        evaluate_preset(bench, device, preset, std::string(row.label) + " (" + preset + ")",
+                        (fs::path(params.work_dir) / ("ladder_" + preset + ".onnx")).string(), rung);
     if (params.session.provider != "CPU" && params.session.provider != "CPUExecutionProvider") {
       RuntimeTrial trial{params.session.provider, rung.model_path, false, ""};
       try {
