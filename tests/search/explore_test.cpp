@@ -42,10 +42,8 @@ class ExploreTest : public testing::TempDirTest {
     ExploreParams p;
     p.model_path = path("model.onnx");
     p.work_dir = path("work");
-    p.calibration.data.random_samples = 16;
-    p.calibration.data.seed = 1;
-    p.evaluation.data.random_samples = 32;
-    p.evaluation.data.seed = 2;
+    p.calibration = testing::test_calibration_data();
+    p.evaluation = testing::test_evaluation_data();
     p.target = parse_target("psnr>30");
     p.ranking = ranking;
     return p;

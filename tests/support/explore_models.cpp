@@ -76,4 +76,18 @@ onnx::ModelProto rotation_chain_model(int stages) {
   return b.build();
 }
 
+DataSpec test_calibration_data() {
+  DataSpec spec;
+  spec.data.random_samples = 16;
+  spec.data.seed = 1;
+  return spec;
+}
+
+DataSpec test_evaluation_data() {
+  DataSpec spec;
+  spec.data.random_samples = 32;
+  spec.data.seed = 2;
+  return spec;
+}
+
 }  // namespace mixprec::testing

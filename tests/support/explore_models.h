@@ -3,6 +3,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "mixprec/pipeline.h"
+
 namespace mixprec::testing {
 
 // x [1,4] -> Add "spread" (+1000 on channel 0) -> MatMul "mix" (ignores channel 0) -> MatMul
@@ -25,5 +27,10 @@ onnx::ModelProto dead_layer_first_model();
 // 10*log10(60/59) = 0.07 dB for 60 stages) and noise from different stages sometimes cancels,
 // so a lift can also make the output worse.
 onnx::ModelProto rotation_chain_model(int stages);
+
+// The seeded random data the tests on these models use: 16 calibration samples (seed 1) and
+// 32 evaluation samples (seed 2), disjoint by seed.
+DataSpec test_calibration_data();
+DataSpec test_evaluation_data();
 
 }  // namespace mixprec::testing

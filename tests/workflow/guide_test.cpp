@@ -24,10 +24,8 @@ class GuideTest : public testing::TempDirTest {
     GuideParams p;
     p.model_path = path("model.onnx");
     p.work_dir = path("work");
-    p.calibration.data.random_samples = 16;
-    p.calibration.data.seed = 1;
-    p.evaluation.data.random_samples = 32;
-    p.evaluation.data.seed = 2;
+    p.calibration = testing::test_calibration_data();
+    p.evaluation = testing::test_evaluation_data();
     p.target = parse_target("psnr>30");
     p.latency_runs = 3;
     return p;

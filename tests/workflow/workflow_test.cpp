@@ -21,10 +21,8 @@ class DryRunTest : public testing::TempDirTest {
     DryRunParams p;
     p.model_path = path("model.onnx");
     p.work_dir = path("work");
-    p.calibration.data.random_samples = 16;
-    p.calibration.data.seed = 1;
-    p.evaluation.data.random_samples = 32;
-    p.evaluation.data.seed = 2;
+    p.calibration = testing::test_calibration_data();
+    p.evaluation = testing::test_evaluation_data();
     p.target = parse_target(target);
     return p;
   }
@@ -88,16 +86,14 @@ class RequantizeTest : public testing::TempDirTest {
     q.model_path = path("model.onnx");
     q.output_path = path("model_xint8.onnx");
     q.preset = "XINT8";
-    q.calibration.data.random_samples = 16;
-    q.calibration.data.seed = 1;
+    q.calibration = testing::test_calibration_data();
     quantize_job(q);
     RequantizeParams p;
     p.model_path = q.output_path;
     p.output_path = path("model_bf16.onnx");
     p.work_dir = path("work");
     p.calibration = q.calibration;
-    p.evaluation.data.random_samples = 32;
-    p.evaluation.data.seed = 2;
+    p.evaluation = testing::test_evaluation_data();
     p.target = parse_target("psnr>30");
     return p;
   }
@@ -148,10 +144,8 @@ class LadderTest : public testing::TempDirTest {
     LadderParams p;
     p.model_path = path("model.onnx");
     p.work_dir = path("work");
-    p.calibration.data.random_samples = 16;
-    p.calibration.data.seed = 1;
-    p.evaluation.data.random_samples = 32;
-    p.evaluation.data.seed = 2;
+    p.calibration = testing::test_calibration_data();
+    p.evaluation = testing::test_evaluation_data();
     p.device = "cpu";
     p.target = parse_target(target);
     return p;
