@@ -60,9 +60,14 @@ enum class Precision { kFloat, kQuantized, kBFloat16, kFloat16 };
 
 enum class TaskType { kClassification, kDetection, kRegression, kSequence, kUnknown };
 
+// What kind of network the model is; decides which quantization plan fits (see
+// infer_architecture rules below).
+enum class Architecture { kCnn, kTransformer, kHybrid, kRecurrent, kUnknown };
+
 const char* to_string(QuantState state);
 const char* to_string(Precision precision);
 const char* to_string(TaskType task);
+const char* to_string(Architecture architecture);
 
 // One dimension of a declared shape: a value, a symbolic name, or unknown (neither).
 struct Dim {
@@ -145,6 +150,16 @@ struct TaskInference {
   std::string reason;  // which rule fired, with the facts it used
 };
 
+struct ArchitectureInference {
+  Architecture type = Architecture::kUnknown;
+  std::string reason;  // the counts the rule used
+  int64_t conv_nodes = 0;       // Conv, ConvTranspose and their quantized/fused forms
+  int64_t matmul_nodes = 0;     // MatMul, Gemm and their quantized/fused forms
+  int64_t attention_blocks = 0; // fused attention ops + Softmax nodes feeding a MatMul
+  int64_t normalizations = 0;   // LayerNormalization-style ops + decomposed ones (ReduceMean feeding Sub)
+  int64_t recurrent_nodes = 0;  // LSTM, GRU, RNN, Loop, Scan
+};
+
 struct ModelAnalysis {
   std::string model_path;
   int64_t ir_version = 0;
@@ -162,6 +177,7 @@ struct ModelAnalysis {
   Coverage coverage;
   IslandSummary islands;
   TaskInference task;
+  ArchitectureInference architecture;
 };
 
 // Analyzes `model`; `model_path` only names the model in errors and in the result.
@@ -186,5 +202,16 @@ bool is_compute_op(std::string_view domain, std::string_view op_type);
 //                   directly ([N, 1] scores, [N, C, H, W] maps, embeddings, ...).
 //   unknown         otherwise (undeclared shapes or element types, integer outputs, ...).
 inline constexpr int kDetectionOpMaxDistance = 8;
+
+// Architecture rules, tried in this order over every node (subgraphs included); the first that
+// holds wins. An *attention block* is a fused attention op (Attention, MultiHeadAttention,
+// GroupQueryAttention, ...) or a Softmax whose output reaches a MatMul through layout and
+// representation-only ops (softmax(QK^T)V).
+//   recurrent    an LSTM, GRU or RNN node, or a Loop/Scan node;
+//   transformer  attention blocks, and MatMul/Gemm nodes at least as many as Conv nodes;
+//   hybrid       attention blocks, and more Conv than MatMul/Gemm nodes (a CNN backbone with
+//                attention, e.g. SVTR, ViT-hybrids);
+//   cnn          Conv nodes, at least as many as MatMul/Gemm nodes, no attention block;
+//   unknown      otherwise (plain MLPs, no compute at all, ...).
 
 }  // namespace mixprec

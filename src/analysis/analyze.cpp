@@ -80,6 +80,17 @@ const char* to_string(TaskType task) {
   return "?";
 }
 
+const char* to_string(Architecture architecture) {
+  switch (architecture) {
+    case Architecture::kCnn: return "cnn";
+    case Architecture::kTransformer: return "transformer";
+    case Architecture::kHybrid: return "hybrid";
+    case Architecture::kRecurrent: return "recurrent";
+    case Architecture::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
 std::string Dim::to_string() const {
   if (value) return std::to_string(*value);
   return param.empty() ? "?" : param;
@@ -138,6 +149,7 @@ ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& mo
   result.coverage = analysis::summarize_coverage(result.compute_ops);
   result.islands = analysis::find_islands(graph, precisions);
   result.task = analysis::infer_task_type(graph, result.outputs);
+  result.architecture = analysis::infer_architecture(graph);
   return result;
 }
 

@@ -70,5 +70,6 @@ Coverage summarize_coverage(const std::vector<ComputeOpCount>& compute_ops);
 IslandSummary find_islands(const ModelGraph& graph, const std::vector<std::optional<Precision>>& precisions);
 // `outputs` are the main graph's outputs as analyze_model() describes them.
 TaskInference infer_task_type(const ModelGraph& graph, const std::vector<TensorInfo>& outputs);
+ArchitectureInference infer_architecture(const ModelGraph& graph);
 
 }  // namespace mixprec::analysis

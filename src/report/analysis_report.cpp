@@ -144,6 +144,11 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
                      {"fp16", analysis.islands.fp16_islands},
                      {"list", std::move(islands)}};
   json["task"] = {{"type", to_string(analysis.task.type)}, {"reason", analysis.task.reason}};
+  const ArchitectureInference& arch = analysis.architecture;
+  json["architecture"] = {{"type", to_string(arch.type)},           {"reason", arch.reason},
+                          {"conv_nodes", arch.conv_nodes},          {"matmul_nodes", arch.matmul_nodes},
+                          {"attention_blocks", arch.attention_blocks}, {"normalizations", arch.normalizations},
+                          {"recurrent_nodes", arch.recurrent_nodes}};
   return json;
 }
 
@@ -227,6 +232,10 @@ std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTable
   task.add({"type", to_string(analysis.task.type)});
   task.add({"reason", analysis.task.reason});
   text += section("Task type", task);
+  TextTable architecture;
+  architecture.add({"type", to_string(analysis.architecture.type)});
+  architecture.add({"reason", analysis.architecture.reason});
+  text += section("Architecture", architecture);
   text.pop_back();  // one trailing newline, not a blank line
   return text;
 }

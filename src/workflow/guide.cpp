@@ -64,19 +64,6 @@ constexpr ProposalRow kProposals[] = {
      "a transformer on CPU: int8 MatMuls with per-channel weights; softmax and normalization stay float"},
 };
 
-bool looks_like_transformer(const ModelAnalysis& analysis) {
-  int64_t conv = 0, matmul = 0;
-  for (const auto& op : analysis.compute_ops) {
-    if (op.op_type == "Conv" || op.op_type == "ConvTranspose") conv += op.total;
-    if (op.op_type == "MatMul" || op.op_type == "Gemm") matmul += op.total;
-  }
-  bool attention_ops = false;
-  for (const auto& op : analysis.op_histogram) {
-    if (op.op_type == "Softmax" || op.op_type == "LayerNormalization") attention_ops = true;
-  }
-  return matmul > conv && attention_ops;
-}
-
 std::string worst_line(const std::vector<OutputMetrics>& metrics) {
   double psnr = kMaxDb, pass = 1;
   std::optional<double> top1;
@@ -310,7 +297,7 @@ class Guide {
       current_.lines.push_back("given: " + params_.config_path);
     } else {
       const bool pow2 = device_->requires_power_of_two;
-      const bool transformer = looks_like_transformer(analysis);
+      const bool transformer = analysis.architecture.type == Architecture::kTransformer;
       for (const auto& row : kProposals) {
         if (row.power_of_two_device == pow2 && row.transformer == transformer) {
           config = *preset_config(row.preset);

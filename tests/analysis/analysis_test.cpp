@@ -558,7 +558,7 @@ TEST(AnalysisReportTest, JsonHasStableKeysAndValues) {
   std::vector<std::string> keys;
   for (const auto& item : json.items()) keys.push_back(item.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"model", "quantization", "inputs", "outputs", "op_histogram", "compute_ops",
-                                            "coverage", "islands", "task"}));
+                                            "coverage", "islands", "task", "architecture"}));
   std::vector<std::string> quant_keys;
   for (const auto& item : json["quantization"].items()) quant_keys.push_back(item.key());
   EXPECT_EQ(quant_keys, (std::vector<std::string>{"state", "quantize_linear", "dequantize_linear", "cast_pairs_bf16",
@@ -619,6 +619,57 @@ TEST(AnalysisReportTest, TableTruncatesLongLists) {
   const std::string table = analysis_to_table(analyze(testing::qdq_conv_chain(2)), {.max_ops = 2, .max_islands = 0});
   EXPECT_TRUE(contains(table, "  2 more op types   4\n")) << table;
   EXPECT_TRUE(contains(table, "  ...  1 more islands\n")) << table;
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+TEST(ArchitectureTest, ConvChainIsACnn) {
+  const ArchitectureInference arch = analyze_model(testing::conv_chain(3), "tiny.onnx").architecture;
+  EXPECT_EQ(arch.type, Architecture::kCnn);
+  EXPECT_EQ(arch.conv_nodes, 3);
+  EXPECT_EQ(arch.attention_blocks, 0);
+}
+
+TEST(ArchitectureTest, SoftmaxFeedingAMatMulIsAnAttentionBlock) {
+  // 5 MatMuls (q, k, v, qk, pv) against 0 Convs: a transformer; the Softmax reaches "pv" directly.
+  const ArchitectureInference arch = analyze_model(testing::attention_model(0), "tiny.onnx").architecture;
+  EXPECT_EQ(arch.type, Architecture::kTransformer) << arch.reason;
+  EXPECT_EQ(arch.matmul_nodes, 5);
+  EXPECT_EQ(arch.attention_blocks, 1);
+  EXPECT_EQ(arch.normalizations, 1);  // ReduceMean feeding Sub
+}
+
+TEST(ArchitectureTest, MoreConvsThanMatMulsWithAttentionIsAHybrid) {
+  EXPECT_EQ(analyze_model(testing::attention_model(5), "tiny.onnx").architecture.type, Architecture::kTransformer);
+  const ArchitectureInference arch = analyze_model(testing::attention_model(6), "tiny.onnx").architecture;
+  EXPECT_EQ(arch.type, Architecture::kHybrid) << arch.reason;
+  EXPECT_EQ(arch.conv_nodes, 6);
+}
+
+TEST(ArchitectureTest, MatMulsWithoutAttentionAreUnknown) {
+  const ArchitectureInference arch = analyze_model(testing::matmul_chain(3), "tiny.onnx").architecture;
+  EXPECT_EQ(arch.type, Architecture::kUnknown);
+  EXPECT_NE(arch.reason.find("3 MatMul/Gemm"), std::string::npos) << arch.reason;
+}
+
+TEST(ArchitectureTest, ALoopMakesItRecurrent) {
+  testing::ModelBuilder body;
+  body.add_input("i", onnx::TensorProto::INT64, {}).add_input("cond", onnx::TensorProto::BOOL, {})
+      .add_input("carry", onnx::TensorProto::FLOAT, {1, 4})
+      .add_node("Identity", {"cond"}, {"cond_out"}).add_node("Relu", {"carry"}, {"carry_out"})
+      .add_output("cond_out", onnx::TensorProto::BOOL, {}).add_output("carry_out", onnx::TensorProto::FLOAT, {1, 4});
+  testing::ModelBuilder loop;
+  loop.add_input("x", onnx::TensorProto::FLOAT, {1, 4})
+      .add_initializer_i64("trip", {}, {3})
+      .add_node("Loop", {"trip", "", "x"}, {"y"}, {testing::attr_graph("body", body.build_graph())}, "loop")
+      .add_output("y", onnx::TensorProto::FLOAT, {1, 4});
+  const ArchitectureInference arch = analyze_model(loop.build(), "tiny.onnx").architecture;
+  EXPECT_EQ(arch.type, Architecture::kRecurrent) << arch.reason;
+  EXPECT_EQ(arch.recurrent_nodes, 1);
 }
 
 }  // namespace

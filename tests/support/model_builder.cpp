@@ -357,6 +357,34 @@ onnx::ModelProto matmul_chain(int layers) {
   return builder.build();
 }
 
+onnx::ModelProto attention_model(int conv_layers) {
+  constexpr int64_t kTokens = 4, kWidth = 8;
+  ModelBuilder builder;
+  builder.graph_name("attention").add_input("input", TensorProto::FLOAT, {1, kTokens, kWidth});
+  std::string x = "input";
+  for (int i = 0; i < conv_layers; ++i) {
+    const std::string index = std::to_string(i);
+    builder.add_initializer("conv_" + index + ".weight", {kTokens, kTokens, 1},
+                            deterministic_values(kTokens * kTokens, static_cast<uint32_t>(40 + i), 0.5f))
+        .add_node("Conv", {x, "conv_" + index + ".weight"}, {"conv_" + index + "_out"}, {}, "conv_" + index);
+    x = "conv_" + index + "_out";
+  }
+  uint32_t seed = 50;
+  for (const char* head : {"q", "k", "v"}) {
+    const std::string name(head);
+    builder.add_initializer(name + ".weight", {kWidth, kWidth}, deterministic_values(kWidth * kWidth, seed++, 0.5f))
+        .add_node("MatMul", {x, name + ".weight"}, {name}, {}, "proj_" + name);
+  }
+  builder.add_node("Transpose", {"k"}, {"k_t"}, {testing::attr_ints("perm", {0, 2, 1})}, "k_transpose")
+      .add_node("MatMul", {"q", "k_t"}, {"scores"}, {}, "qk")
+      .add_node("Softmax", {"scores"}, {"probs"}, {attr_int("axis", -1)}, "softmax")
+      .add_node("MatMul", {"probs", "v"}, {"context"}, {}, "pv")
+      .add_node("ReduceMean", {"context"}, {"mean"}, {testing::attr_ints("axes", {-1})}, "norm_mean")
+      .add_node("Sub", {"context", "mean"}, {"output"}, {}, "norm_sub")
+      .add_output("output", TensorProto::FLOAT, {1, kTokens, kWidth});
+  return builder.build();
+}
+
 onnx::ModelProto multi_output_model() {
   auto conv_weight = [](int64_t out, int64_t in, uint32_t seed) {
     return deterministic_values(static_cast<size_t>(out * in), seed, kWeightRange);

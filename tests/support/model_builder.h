@@ -106,6 +106,12 @@ onnx::ModelProto gemm_classifier(int64_t classes);
 // ... -> "output" [1, 8].
 onnx::ModelProto matmul_chain(int layers);
 
+// "input" [1, 4, 8] float -> `conv_layers` 1-D Convs "conv_<i>" (1x1, 4 channels) -> one
+// self-attention block: MatMuls "proj_q/k/v" (8x8), Transpose, MatMul "qk", Softmax "softmax",
+// MatMul "pv" -> ReduceMean "norm_mean" and Sub "norm_sub" (the start of a decomposed
+// LayerNorm) -> "output" [1, 4, 8]. 5 MatMuls: a transformer with conv_layers <= 5, a hybrid above.
+onnx::ModelProto attention_model(int conv_layers);
+
 // "input" [1, 3, 8, 8] -> Conv "trunk" -> Relu -> two heads: Conv "head_a" -> "out_a"
 // [1, 2, 8, 8] and Conv "head_b" -> Sigmoid -> "out_b" [1, 1, 8, 8].
 onnx::ModelProto multi_output_model();
