@@ -158,6 +158,10 @@ struct ArchitectureInference {
   int64_t attention_blocks = 0; // fused attention ops + Softmax nodes feeding a MatMul
   int64_t normalizations = 0;   // LayerNormalization-style ops + decomposed ones (ReduceMean feeding Sub)
   int64_t recurrent_nodes = 0;  // LSTM, GRU, RNN, Loop, Scan
+  // Labels of the attention blocks' activation-by-activation MatMuls: the one reading the
+  // Softmax (P.V) and the one whose scores feed it (Q.K^T, through scaling, masking and
+  // layout ops). Node-label order, unique.
+  std::vector<std::string> attention_matmuls;
 };
 
 struct ModelAnalysis {

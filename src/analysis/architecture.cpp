@@ -37,15 +37,20 @@ bool passes_values(std::string_view op) {
                      "QuantizeLinear", "DequantizeLinear", "Where"});
 }
 
-// The Softmax node reaching MatMul `id` through pass-through ops, if any (at most 4 hops).
-std::optional<size_t> softmax_feeding(const ModelGraph& graph, size_t id) {
+// Ops between the Q.K^T MatMul and its Softmax: scaling, masking, bias.
+bool scales_scores(std::string_view op) { return passes_values(op) || one_of(op, {"Div", "Mul", "Add", "Sub"}); }
+
+// The nearest node upstream of `id` (at most 4 hops, through ops `passes` accepts) whose op is
+// `wanted`.
+template <typename Passes>
+std::optional<size_t> upstream(const ModelGraph& graph, size_t id, std::string_view wanted, Passes passes) {
   std::vector<size_t> frontier = graph.predecessors(id);
   for (int hop = 0; hop < 4 && !frontier.empty(); ++hop) {
     std::vector<size_t> next;
     for (size_t p : frontier) {
       const std::string& op = graph.node(p).op_type();
-      if (op == "Softmax") return p;
-      if (passes_values(op)) next.insert(next.end(), graph.predecessors(p).begin(), graph.predecessors(p).end());
+      if (op == wanted) return p;
+      if (passes(op)) next.insert(next.end(), graph.predecessors(p).begin(), graph.predecessors(p).end());
     }
     frontier = std::move(next);
   }
@@ -56,14 +61,20 @@ std::optional<size_t> softmax_feeding(const ModelGraph& graph, size_t id) {
 
 ArchitectureInference infer_architecture(const ModelGraph& graph) {
   ArchitectureInference result;
-  std::set<size_t> attention_softmax;
+  std::set<size_t> attention_softmax, attention_matmuls;
   int64_t fused_attention = 0;
   for (size_t id = 0; id < graph.size(); ++id) {
     const std::string& op = graph.node(id).op_type();
     if (is_conv(op)) ++result.conv_nodes;
     if (is_matmul(op)) {
       ++result.matmul_nodes;
-      if (const auto softmax = softmax_feeding(graph, id)) attention_softmax.insert(*softmax);
+      if (const auto softmax = upstream(graph, id, "Softmax", passes_values)) {
+        attention_softmax.insert(*softmax);
+        attention_matmuls.insert(id);
+        if (const auto scores = upstream(graph, *softmax, graph.node(id).op_type(), scales_scores)) {
+          attention_matmuls.insert(*scores);
+        }
+      }
     }
     if (is_fused_attention(op)) ++fused_attention;
     if (is_recurrent(op)) ++result.recurrent_nodes;
@@ -78,6 +89,7 @@ ArchitectureInference infer_architecture(const ModelGraph& graph) {
     }
   }
   result.attention_blocks = fused_attention + static_cast<int64_t>(attention_softmax.size());
+  for (size_t id : attention_matmuls) result.attention_matmuls.push_back(graph.label(id));
 
   const std::string counts = std::to_string(result.conv_nodes) + " Conv, " + std::to_string(result.matmul_nodes) +
                              " MatMul/Gemm, " + std::to_string(result.attention_blocks) + " attention blocks, " +

@@ -148,7 +148,7 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
   json["architecture"] = {{"type", to_string(arch.type)},           {"reason", arch.reason},
                           {"conv_nodes", arch.conv_nodes},          {"matmul_nodes", arch.matmul_nodes},
                           {"attention_blocks", arch.attention_blocks}, {"normalizations", arch.normalizations},
-                          {"recurrent_nodes", arch.recurrent_nodes}};
+                          {"recurrent_nodes", arch.recurrent_nodes}, {"attention_matmuls", arch.attention_matmuls}};
   return json;
 }
 

@@ -641,6 +641,7 @@ TEST(ArchitectureTest, SoftmaxFeedingAMatMulIsAnAttentionBlock) {
   EXPECT_EQ(arch.matmul_nodes, 5);
   EXPECT_EQ(arch.attention_blocks, 1);
   EXPECT_EQ(arch.normalizations, 1);  // ReduceMean feeding Sub
+  EXPECT_EQ(arch.attention_matmuls, (std::vector<std::string>{"qk", "pv"}));
 }
 
 TEST(ArchitectureTest, MoreConvsThanMatMulsWithAttentionIsAHybrid) {
