@@ -109,4 +109,11 @@ ProgressFn progress_bar(const std::string& label) {
   };
 }
 
+CalibMethod parse_calib_method(const std::string& name) {
+  if (const auto method = calib_method_from_name(name)) return *method;
+  std::string known;
+  for (const auto& m : all_calib_methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
+  throw_bad_input("", "unknown --calib-method '" + name + "' (known: " + known + ")");
+}
+
 }  // namespace mixprec::cli

@@ -46,6 +46,9 @@ struct RuntimeFlags {
   SessionOptions resolve() const;
 };
 
+// --calib-method NAME; an unknown name is an error listing the known ones.
+CalibMethod parse_calib_method(const std::string& name);
+
 // Each subcommand registers itself on the app and returns the action to run once parsed;
 // the action returns the exit code.
 struct Command {
@@ -62,6 +65,7 @@ Command add_dry_run(CLI::App& app);
 Command add_requantize(CLI::App& app);
 Command add_guide(CLI::App& app);
 Command add_ladder(CLI::App& app);
+Command add_plan(CLI::App& app);
 
 // Flags for sample data that may be pictures: DataFlags plus --preprocess and --image-size.
 struct SampleFlags {

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
 
   const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
                                          add_compare(app), add_explore(app), add_dry_run(app),
-                                         add_requantize(app), add_ladder(app)};
+                                         add_requantize(app), add_ladder(app), add_plan(app)};
 
   try {
     app.parse(argc, argv);

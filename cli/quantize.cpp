@@ -4,22 +4,24 @@
 
 #include "common.h"
 #include "mixprec/error.h"
+#include "mixprec/plan.h"
 
 namespace mixprec::cli {
 
 Command add_quantize(CLI::App& app) {
   struct Flags {
-    std::string model, output, config, preset, calib_method, stats;
+    std::string model, output, config, preset, calib_method, stats, plan;
     SampleFlags data;
     RuntimeFlags runtime;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "quantize", "Quantize a model with a config or preset; writes the model and its effective config beside it");
-  cmd->add_option("MODEL", flags->model, "float ONNX model")->required();
+  cmd->add_option("MODEL", flags->model, "float ONNX model (with --plan: default the plan's model)");
   cmd->add_option("-o,--output", flags->output, "quantized model to write")->required();
   auto* config = cmd->add_option("--config", flags->config, "Quark-style JSON config");
-  cmd->add_option("--preset", flags->preset, "XINT8, A8W8, U8S8, A16W8, BF16, FP16")->excludes(config);
+  auto* preset = cmd->add_option("--preset", flags->preset, "XINT8, A8W8, U8S8, A16W8, BF16, FP16")->excludes(config);
+  cmd->add_option("--plan", flags->plan, "execute a quant_plan.json written by `mixprec plan`")->excludes(config)->excludes(preset);
   flags->data.add_to(*cmd, "--calibration-data", 0);
   cmd->add_option("--calib-method", flags->calib_method,
                   "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (overrides the config)");
@@ -37,15 +39,9 @@ Command add_quantize(CLI::App& app) {
             params.stats_path = flags->stats;
             params.session = flags->runtime.resolve();
             params.progress = progress_bar("calibrating");
-            if (!flags->calib_method.empty()) {
-              params.calib_method = calib_method_from_name(flags->calib_method);
-              if (!params.calib_method) {
-                std::string known;
-                for (const auto& m : all_calib_methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
-                throw_bad_input("", "unknown --calib-method '" + flags->calib_method + "' (known: " + known + ")");
-              }
-            }
-            const QuantizeReport r = quantize_job(params);
+            if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);
+            if (flags->plan.empty() && flags->model.empty()) throw_bad_input("", "quantize needs MODEL (or --plan)");
+            const QuantizeReport r = flags->plan.empty() ? quantize_job(params) : quantize_with_plan(flags->plan, params);
             std::cout << "model        " << r.output_path << "\n"
                       << "config       " << r.config_path << "\n"
                       << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, " << r.nodes_bf16

@@ -62,8 +62,9 @@ std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model,
 struct QuantizeParams {
   std::string model_path;
   std::string output_path;
-  std::string config_path;          // one of config_path / preset
+  std::string config_path;          // one of config_path / preset / config
   std::string preset;
+  std::optional<QuantConfig> config;
   DataSpec calibration;
   std::optional<CalibMethod> calib_method;  // overrides the config's methods
   std::string stats_path;           // read when it exists, else written after calibrating

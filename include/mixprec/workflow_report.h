@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mixprec/plan.h"
 #include "mixprec/workflow.h"
 
 namespace mixprec {
@@ -20,5 +21,9 @@ std::string ladder_text(const LadderReport& report);
 
 // Previous and new quantization against the stripped float model, and the delta.
 std::string requantize_text(const RequantizeReport& report);
+
+// The plan's intent, its decision table (decision, value, reason), its risks by severity, and
+// whether it needs confirmation.
+std::string plan_text(const QuantPlan& plan);
 
 }  // namespace mixprec

@@ -19,11 +19,14 @@ void refuse_overwriting_input(const std::string& input, const std::string& outpu
 }
 
 QuantConfig resolve_config(const QuantizeParams& params) {
-  if (!params.config_path.empty() && !params.preset.empty()) {
-    throw_bad_input(params.config_path, "give a config or a preset, not both");
+  if (static_cast<int>(!params.config_path.empty()) + static_cast<int>(!params.preset.empty()) +
+          static_cast<int>(params.config.has_value()) > 1) {
+    throw_bad_input(params.config_path, "give one of a config, a preset or a plan");
   }
   QuantConfig config;
-  if (!params.config_path.empty()) {
+  if (params.config) {
+    config = *params.config;
+  } else if (!params.config_path.empty()) {
     config = load_config(params.config_path);
   } else if (auto preset = preset_config(params.preset)) {
     config = *preset;

@@ -100,4 +100,37 @@ std::string requantize_text(const RequantizeReport& report) {
   return out.str();
 }
 
+std::string plan_text(const QuantPlan& plan) {
+  std::ostringstream out;
+  out << "model    " << plan.model_path << " (" << to_string(plan.architecture) << ", " << to_string(plan.task) << ")\n"
+      << "intent   target " << to_string(plan.target) << ", goal " << to_string(plan.goal) << ", device " << plan.device
+      << "\n\n";
+  size_t decision_width = 8, value_width = 5;
+  for (const auto& d : plan.decisions) {
+    decision_width = std::max(decision_width, d.decision.size());
+    value_width = std::max(value_width, std::min<size_t>(d.value.size(), 48));
+  }
+  const auto pad = [](const std::string& text, size_t width) {
+    return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+  };
+  out << pad("decision", decision_width) << "  " << pad("value", value_width) << "  reason\n";
+  for (const auto& d : plan.decisions) {
+    out << pad(d.decision, decision_width) << "  " << pad(d.value, value_width) << "  " << d.reason << "\n";
+  }
+  out << "\n";
+  if (plan.risks.empty()) {
+    out << "risks    none\n";
+  } else {
+    for (const char* severity : {"high", "medium", "low"}) {
+      for (const auto& r : plan.risks) {
+        if (r.severity == severity) out << "risk     " << pad(r.severity, 6) << "  " << r.risk << "\n";
+      }
+    }
+  }
+  if (plan.requires_confirmation) {
+    out << "DRAFT    requires confirmation: review the plan, then rerun with --yes (quantize --plan refuses a draft)\n";
+  }
+  return out.str();
+}
+
 }  // namespace mixprec

@@ -1,0 +1,650 @@
+// plan: the decision table of SPEC "Plan". Each decision is one function below that appends
+// its row (and any risk) to the plan; the tables they read (targets, presets per target and
+// goal, algorithms) are at the top.
+#include "mixprec/plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include "mixprec/devices.h"
+#include "mixprec/error.h"
+#include "mixprec/json_schema.h"
+#include "mixprec/metrics.h"
+#include "mixprec/model_io.h"
+#include "mixprec/pipeline.h"
+#include "mixprec/runtime.h"
+
+namespace mixprec {
+
+// Defined in the source CMake generates from schemas/quant_plan.schema.json.
+extern const char* const kQuantPlanSchemaText;
+
+namespace {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using enum PlanTarget;
+using enum PlanGoal;
+
+struct TargetRow {
+  PlanTarget target;
+  const char* name;
+  const char* provider;  // ONNX Runtime execution provider
+  bool npu;
+};
+constexpr TargetRow kTargets[] = {
+    {kCpu, "cpu", "CPUExecutionProvider", false},
+    {kCuda, "cuda", "CUDAExecutionProvider", false},
+    {kNpuCnn, "npu_cnn", "VitisAIExecutionProvider", true},
+    {kNpuTransformer, "npu_transformer", "VitisAIExecutionProvider", true},
+};
+const TargetRow& target_row(PlanTarget target) {
+  return *std::ranges::find_if(kTargets, [&](const TargetRow& row) { return row.target == target; });
+}
+
+struct GoalRow {
+  PlanGoal goal;
+  const char* name;
+};
+constexpr GoalRow kGoals[] = {{kAccuracy, "accuracy"}, {kSize, "size"}, {kSpeed, "speed"}};
+
+// The preset and calibration method a target and goal start from.
+struct ChoiceRow {
+  PlanTarget target;
+  PlanGoal goal;
+  const char* preset;
+  CalibMethod method;
+  const char* why_preset;
+  const char* why_method;
+};
+using enum CalibMethod;
+// clang-format off
+constexpr ChoiceRow kChoices[] = {
+  {kCpu, kAccuracy, "A8W8", kPercentile,
+   "int8 with per-channel weights (one scale per output channel follows each filter's range) and int32 bias, what ONNX Runtime's CPU int8 kernels run",
+   "Percentile 99.999 clips the rare outliers that would stretch an activation's range"},
+  {kCpu, kSize, "A8W8", kMinMax,
+   "int8 weights are 4x smaller than float32; per-channel scales keep that at little accuracy cost",
+   "MinMax keeps every calibration value in range; size, not the last tenth of a dB, is the goal"},
+  {kCpu, kSpeed, "U8S8", kMinMax,
+   "uint8 activations with int8 weights is ONNX Runtime's fastest CPU int8 path (u8 x s8 dot products)",
+   "MinMax keeps every calibration value in range"},
+  {kCuda, kAccuracy, "A8W8", kEntropy,
+   "symmetric int8 activations and per-channel int8 weights: the scheme GPU int8 kernels (TensorRT-style) run",
+   "Entropy (KL) is the GPU int8 calibrators' usual choice: it trades clipping against resolution"},
+  {kCuda, kSize, "A8W8", kMinMax,
+   "int8 weights are 4x smaller than float32", "MinMax keeps every calibration value in range"},
+  {kCuda, kSpeed, "A8W8", kEntropy,
+   "symmetric int8 is what GPU int8 kernels run fastest", "Entropy (KL) balances clipping against resolution"},
+  {kNpuCnn, kAccuracy, "XINT8", kPowerOfTwoMinMse,
+   "the NPU runs CNN int8 with power-of-two scales: symmetric int8, per tensor",
+   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+  {kNpuCnn, kSize, "XINT8", kPowerOfTwoMinMse,
+   "power-of-two int8 everywhere: 4x smaller weights and what the NPU runs",
+   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+  {kNpuCnn, kSpeed, "XINT8", kPowerOfTwoMinMse,
+   "power-of-two int8 everywhere: the NPU's fastest format",
+   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+  {kNpuTransformer, kAccuracy, "XINT8", kPowerOfTwoMinMse,
+   "power-of-two int8 for the projections and feed-forward MatMuls; the attention MatMuls stay BF16 (below)",
+   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+  {kNpuTransformer, kSize, "XINT8", kPowerOfTwoMinMse,
+   "power-of-two int8 everywhere: 4x smaller weights",
+   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+  {kNpuTransformer, kSpeed, "XINT8", kPowerOfTwoMinMse,
+   "power-of-two int8 everywhere: the NPU's fastest format",
+   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+};
+// clang-format on
+
+constexpr AlgorithmTraits kAlgorithms[] = {
+    {"fold_batchnorm", true, "fold BatchNormalization into the preceding Conv/Gemm (ConvertBNToConv)"},
+    {"cle", false, "cross-layer equalization: rescale consecutive layers' channels to even out weight ranges"},
+    {"bias_correction", false, "correct the mean shift quantization adds to each layer's output"},
+    {"adaround", false, "learn each weight's rounding direction on calibration data"},
+    {"smoothquant", false, "move activation outliers into the weights of the following MatMul"},
+    {"gptq", false, "quantize weights column by column, compensating the error with second-order information"},
+};
+
+constexpr int64_t kEvaluationSamples = 100;  // SPEC: evaluate on >= 100 samples by default
+constexpr uint64_t kTwoGigabytes = uint64_t{2} << 30;
+
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+std::string method_name(CalibMethod method) { return calib_method_traits(method).name; }
+
+std::string megabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+// The model file plus every distinct external data file it references.
+uint64_t model_bytes(const onnx::ModelProto& model, const std::string& path) {
+  std::error_code ec;
+  uint64_t bytes = fs::file_size(path, ec);
+  std::set<std::string> locations;
+  for (const auto& tensor : model.graph().initializer()) {
+    for (const auto& entry : tensor.external_data()) {
+      if (entry.key() == "location") locations.insert(entry.value());
+    }
+  }
+  for (const auto& location : locations) {
+    const uint64_t size = fs::file_size(fs::path(path).parent_path() / location, ec);
+    if (!ec) bytes += size;
+  }
+  return bytes;
+}
+
+// A node name as a regex matching exactly that name (exclude.node_names are regexes).
+std::string exact_regex(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+class Planner {
+ public:
+  explicit Planner(const PlanParams& params) : params_(params) {}
+
+  QuantPlan run() {
+    const onnx::ModelProto model = load_model(params_.model_path, {.load_external_data = false});
+    analysis_ = analyze_model(model, params_.model_path);
+    refuse_quantized();
+    plan_.model_path = params_.model_path;
+    plan_.model_fingerprint = model_fingerprint(model);
+    plan_.model_bytes = model_bytes(model, params_.model_path);
+    plan_.architecture = analysis_.architecture.type;
+    plan_.task = analysis_.task.type;
+    plan_.target = params_.target;
+    plan_.goal = params_.goal;
+
+    decide_backend();
+    decide_architecture();
+    decide_preset();
+    decide_calibration();
+    decide_algorithms();
+    decide_lists();
+    decide_external_data();
+    decide_evaluation();
+    build_config();
+    return plan_;
+  }
+
+ private:
+  void decide(const std::string& decision, const std::string& value, const std::string& reason) {
+    plan_.decisions.push_back({decision, value, reason});
+  }
+  void risk(const std::string& severity, const std::string& text) { plan_.risks.push_back({severity, text}); }
+
+  void refuse_quantized() {
+    const QuantizationSummary& q = analysis_.quantization;
+    if (q.state == QuantState::kFloat) return;
+    throw_bad_input(params_.model_path,
+                    std::string("the model is already quantized (") + to_string(q.state) + ": " +
+                        std::to_string(q.quantize_linear) + " QuantizeLinear, " + std::to_string(q.dequantize_linear) +
+                        " DequantizeLinear, " + std::to_string(q.cast_pairs_bf16 + q.cast_pairs_fp16) +
+                        " cast pairs, " + std::to_string(q.qoperator_nodes) +
+                        " quantized kernels): no plan; run `mixprec requantize` to strip it and quantize it again");
+  }
+
+  // A request a hard gate rejects: an error naming the nearest viable choice, or with --force
+  // a high risk.
+  void gate(const std::string& request, const std::string& why, const std::string& nearest) {
+    if (!params_.force) {
+      throw_bad_input(params_.model_path, request + " is rejected for --target " +
+                                              to_string(params_.target) + ": " + why + "; nearest viable: " + nearest +
+                                              " (--force keeps the request, recorded as a high risk)");
+    }
+    risk("high", "forced: " + request + " although " + why + " (nearest viable: " + nearest + ")");
+  }
+
+  void decide_backend() {
+    const TargetRow& row = target_row(params_.target);
+    if (row.npu) {
+      plan_.device = params_.device.empty() ? "ve2" : params_.device;
+      const DeviceProfile& device = device_profile(plan_.device);
+      if (!device.requires_power_of_two || device.name == std::string("cpu")) {
+        throw_bad_input(params_.model_path, "--device " + plan_.device + " is not an NPU; --target " +
+                                                to_string(params_.target) + " needs stx or ve2");
+      }
+    } else {
+      if (!params_.device.empty() && params_.device != "cpu") {
+        throw_bad_input(params_.model_path, "--device " + params_.device + " is an NPU; --target " +
+                                                to_string(params_.target) + " runs on the host (use an npu_* target)");
+      }
+      plan_.device = "cpu";
+    }
+    plan_.backend = row.provider;
+    const std::vector<std::string> available = available_providers();
+    const bool present = std::ranges::find(available, plan_.backend) != available.end();
+    decide("backend", std::string("ONNX Runtime ") + plan_.backend,
+           std::string("--target ") + row.name + (row.npu ? " on device " + plan_.device : "") +
+               (present ? "; in the loaded ONNX Runtime " + runtime_version()
+                        : "; not in the loaded ONNX Runtime " + runtime_version() + " (it has " + join(available) + ")"));
+    if (!present) {
+      risk("medium", plan_.backend + " is not in the loaded ONNX Runtime (" + join(available) +
+                         "): accuracy is measured on CPU emulation; compile and exec need an ONNX Runtime build with it "
+                         "(MIXPREC_ORT_LIB)");
+    }
+  }
+
+  void decide_architecture() {
+    const ArchitectureInference& arch = analysis_.architecture;
+    std::string reason = arch.reason;
+    if (arch.type == Architecture::kUnknown) {
+      plan_.requires_confirmation = !params_.confirmed;
+      reason += params_.confirmed ? "; draft confirmed by --yes" : "; the plan is a draft: confirm it (--yes) or edit it";
+    }
+    decide("architecture", to_string(arch.type), reason);
+    decide("task", to_string(analysis_.task.type), analysis_.task.reason);
+    const bool transformer_like = arch.type == Architecture::kTransformer || arch.type == Architecture::kHybrid;
+    if (params_.target == kNpuCnn && transformer_like) {
+      risk("medium", std::string("--target npu_cnn for a ") + to_string(arch.type) + " (" +
+                         std::to_string(arch.attention_blocks) +
+                         " attention blocks): attention in power-of-two int8 loses accuracy; npu_transformer keeps "
+                         "the attention MatMuls in BF16");
+    }
+    if (params_.target == kNpuTransformer && arch.type == Architecture::kCnn) {
+      risk("low", "--target npu_transformer for a CNN: there is no attention to keep in BF16; npu_cnn is the usual target");
+    }
+    if (arch.type == Architecture::kRecurrent) {
+      risk("medium", "recurrent or loop nodes (" + std::to_string(arch.recurrent_nodes) +
+                         "): LSTM/GRU/RNN stay float; Conv/MatMul/Gemm inside loop bodies are quantized like the "
+                         "main graph's, and errors accumulate over iterations: evaluate on full-length sequences");
+    }
+  }
+
+  void decide_preset() {
+    const ChoiceRow& choice = *std::ranges::find_if(
+        kChoices, [&](const ChoiceRow& row) { return row.target == params_.target && row.goal == params_.goal; });
+    default_method_ = choice.method;
+    std::string reason = choice.why_preset;
+    plan_.preset = choice.preset;
+    if (!params_.preset.empty()) {
+      const std::vector<std::string> names = preset_names();
+      const auto known = std::ranges::find_if(names, [&](const std::string& n) { return equal_ignoring_case(n, params_.preset); });
+      if (known == names.end()) {
+        throw_bad_input(params_.model_path, "unknown --preset '" + params_.preset + "' (known: " + join(names) + ")");
+      }
+      plan_.preset = *known;
+      reason = "--preset " + *known + (*known == choice.preset ? "; also the plan's choice: " + reason
+                                                               : "; the plan would choose " + std::string(choice.preset));
+    }
+    const QuantConfig config = *preset_config(plan_.preset);
+    const std::vector<FormatId> formats = formats_used(config);
+    if (params_.target == kNpuCnn) {
+      const bool pow2_int8 =
+          std::ranges::any_of(formats, [](FormatId f) { return format_traits(f).power_of_two_scale; }) &&
+          std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_integer; });
+      if (!pow2_int8) {
+        gate("--preset " + plan_.preset, "npu_cnn runs int8 with power-of-two scales only (formats of " + plan_.preset +
+                                             ": " + format_list(formats) + ")",
+             "XINT8");
+      }
+    }
+    const DeviceProfile& device = device_profile(plan_.device);
+    if (const auto why = device_rejects(device, formats)) gate("--preset " + plan_.preset, *why, choice.preset);
+    if (params_.target == kNpuTransformer) {
+      for (FormatId f : formats) {
+        if (format_traits(f).is_integer && !format_traits(f).power_of_two_scale && device_needs_power_of_two(device, f)) {
+          risk("medium", plan_.preset + " uses " + format_traits(f).name + " scales that are not powers of two; " +
+                             device.name + " needs power-of-two int8 scales (XINT8)");
+          break;
+        }
+      }
+    }
+    if (params_.goal == kSpeed && plan_.device == "cpu" &&
+        std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_integer && f != FormatId::kFloat32; })) {
+      risk("medium", plan_.preset + " on ONNX Runtime CPU runs as cast emulation around float kernels: slower than FP32");
+    }
+    decide("preset", plan_.preset + " (" + format_list(formats) + ")", reason);
+  }
+
+  static std::string format_list(const std::vector<FormatId>& formats) {
+    std::vector<std::string> names;
+    for (FormatId f : formats) names.emplace_back(format_traits(f).name);
+    return join(names);
+  }
+
+  void decide_calibration() {
+    plan_.calib_method = default_method_;
+    std::string reason = choice_reason();
+    if (params_.calib_method) {
+      plan_.calib_method = *params_.calib_method;
+      reason = "--calib-method " + method_name(*params_.calib_method) +
+               (*params_.calib_method == default_method_ ? "; also the plan's choice"
+                                                         : "; the plan would choose " + method_name(default_method_));
+    }
+    const QuantConfig config = *preset_config(plan_.preset);
+    const bool quantizes = std::ranges::any_of(formats_used(config), [](FormatId f) { return format_traits(f).is_integer; });
+    if (params_.target == kNpuCnn && !calib_method_traits(plan_.calib_method).power_of_two) {
+      const CalibMethod nearest = plan_.calib_method == kMinMax ? kPowerOfTwoNonOverflow : kPowerOfTwoMinMse;
+      gate("--calib-method " + method_name(plan_.calib_method), "npu_cnn needs power-of-two scales from a PowerOfTwo_* method",
+           method_name(nearest));
+    }
+    const bool pow2_formats =
+        std::ranges::any_of(formats_used(config), [](FormatId f) { return format_traits(f).power_of_two_scale; });
+    if (!pow2_formats && calib_method_traits(plan_.calib_method).power_of_two) {
+      risk("low", method_name(plan_.calib_method) + " rounds scales to powers of two, which " + plan_.preset +
+                      " does not need: it costs resolution for nothing");
+    }
+    decide("calibration method", quantizes ? method_name(plan_.calib_method) : "none",
+           quantizes ? reason : plan_.preset + " has no integer tensors: no calibration");
+
+    plan_.calibration_samples = params_.calibration_samples > 0 ? static_cast<int64_t>(params_.calibration_samples)
+                                                                : (params_.goal == kAccuracy ? 256 : 100);
+    plan_.calibration_batch = 1;
+    std::string batch_reason = "statistics stream one batch at a time, so memory does not grow with the sample count";
+    if (!analysis_.inputs.empty() && analysis_.inputs[0].shape && !analysis_.inputs[0].shape->empty() &&
+        analysis_.inputs[0].shape->front().value && *analysis_.inputs[0].shape->front().value > 1) {
+      plan_.calibration_batch = *analysis_.inputs[0].shape->front().value;
+      batch_reason = "the model's first input has a fixed batch of " + std::to_string(plan_.calibration_batch);
+    }
+    decide("calibration size",
+           std::to_string(plan_.calibration_samples) + " samples, batch " + std::to_string(plan_.calibration_batch),
+           (params_.calibration_samples > 0 ? std::string("as requested")
+                                            : params_.goal == kAccuracy ? "more samples settle the range tails the accuracy goal depends on"
+                                                                        : "SPEC's default of 100 samples") +
+               std::string("; ") + batch_reason);
+    std::vector<std::string> inputs;
+    for (const auto& input : analysis_.inputs) inputs.push_back(input.name + " " + dims_to_string(input.shape));
+    decide("calibration data",
+           inputs.size() > 1 ? ".npz per sample with keys " + join(inputs) : "images, .npy or .npz for " + join(inputs),
+           inputs.size() > 1 ? "a multi-input model: every input needs real data, none is left to random values"
+                             : "real samples from the deployment distribution; random data gives poor ranges");
+  }
+
+  std::string choice_reason() const {
+    return std::ranges::find_if(kChoices, [&](const ChoiceRow& row) {
+             return row.target == params_.target && row.goal == params_.goal;
+           })->why_method;
+  }
+
+  void decide_algorithms() {
+    std::vector<std::string> reasons;
+    const bool has_batchnorm = std::ranges::any_of(analysis_.op_histogram, [](const OpCount& op) {
+      return op.op_type == "BatchNormalization";
+    });
+    if (has_batchnorm) {
+      plan_.algorithms.emplace_back("fold_batchnorm");
+      reasons.emplace_back("the model has BatchNormalization nodes: folded into their Conv before quantizing");
+    }
+    for (const std::string& requested : params_.algorithms) {
+      const auto row = std::ranges::find_if(kAlgorithms, [&](const AlgorithmTraits& a) { return requested == a.name; });
+      if (row == std::end(kAlgorithms)) {
+        std::vector<std::string> names;
+        for (const auto& a : kAlgorithms) names.emplace_back(a.name);
+        throw_bad_input(params_.model_path, "unknown --algorithm '" + requested + "' (known: " + join(names) + ")");
+      }
+      if (std::ranges::find(plan_.algorithms, requested) != plan_.algorithms.end()) continue;
+      plan_.algorithms.push_back(requested);
+      reasons.push_back("--algorithm " + requested);
+      if (!row->implemented) {
+        risk("high", requested + " is not implemented by mixprec: quantize --plan refuses this plan until it is removed "
+                                 "(another tool may run it)");
+      }
+    }
+    const bool transformer_like = plan_.architecture == Architecture::kTransformer || plan_.architecture == Architecture::kHybrid;
+    if (transformer_like && std::ranges::find(plan_.algorithms, "cle") != plan_.algorithms.end()) {
+      risk("high", std::string("cle on a ") + to_string(plan_.architecture) +
+                       ": equalization assumes piecewise-linear activations between layers; LayerNorm, Softmax and "
+                       "GELU break that and the rescaling can hurt accuracy");
+    }
+    if (plan_.algorithms.size() >= 3) {
+      risk("medium", std::to_string(plan_.algorithms.size()) + " algorithms (" + join(plan_.algorithms) +
+                         "): their effects interact and are hard to attribute; add them one at a time and measure each");
+    }
+    decide("algorithms", plan_.algorithms.empty() ? "none" : join(plan_.algorithms),
+           reasons.empty() ? "nothing to fold, nothing requested" : join(reasons, "; "));
+  }
+
+  void decide_lists() {
+    std::set<std::string> present;
+    for (const auto& op : analysis_.op_histogram) present.insert(op.op_type);
+    for (const std::string& op : default_op_types_to_quantize()) {
+      if (present.contains(op)) plan_.include_op_types.push_back(op);
+    }
+    decide("include", plan_.include_op_types.empty() ? "none" : join(plan_.include_op_types),
+           "the quantizable op types the model contains (normalization arithmetic and shape/index ops are never "
+           "quantized)");
+    const std::vector<std::string>& attention = analysis_.architecture.attention_matmuls;
+    // npu_cnn is int8 only (its gate), so the attention MatMuls stay int8 there (and a risk says so).
+    const bool keep_attention = params_.goal == kAccuracy && !attention.empty() && params_.target != kNpuCnn;
+    const bool npu = target_row(params_.target).npu;
+    if (keep_attention && npu) {
+      plan_.higher_precision_nodes = attention;
+      plan_.higher_precision_format = "BF16";
+    } else if (keep_attention) {
+      plan_.exclude_node_names = attention;
+    }
+    decide("exclude", plan_.exclude_node_names.empty() ? "none" : join(plan_.exclude_node_names),
+           !plan_.exclude_node_names.empty()
+               ? "the attention blocks' activation-by-activation MatMuls (Q.K^T, P.V) stay float: both operands are "
+                 "activations with outliers, the usual int8 accuracy loss"
+               : keep_attention      ? "nothing stays float: the attention MatMuls go to BF16 instead (below)"
+               : attention.empty()   ? "no attention MatMuls; exploration decides any further layers"
+               : params_.target == kNpuCnn ? "npu_cnn runs int8 only: the attention MatMuls are quantized too"
+                                     : "the goal is " + std::string(to_string(params_.goal)) +
+                                           ": the attention MatMuls are quantized too; explore if accuracy misses");
+    if (!plan_.higher_precision_nodes.empty()) {
+      decide("higher precision", "BF16: " + join(plan_.higher_precision_nodes),
+             "the attention blocks' activation-by-activation MatMuls run in BF16, which " + plan_.device +
+                 " runs natively; exploration may lift more");
+    }
+  }
+
+  void decide_external_data() {
+    plan_.external_data = plan_.model_bytes > kTwoGigabytes;
+    decide("external data", plan_.external_data ? "yes" : "no",
+           megabytes(plan_.model_bytes) + (plan_.external_data ? ", over protobuf's 2 GB limit: weights go to a .data file"
+                                                               : ", under protobuf's 2 GB limit"));
+  }
+
+  void decide_evaluation() {
+    switch (plan_.task) {
+      case TaskType::kClassification: plan_.evaluation_metric = "top-1 agreement"; break;
+      case TaskType::kSequence: plan_.evaluation_metric = "per-time-step top-1 agreement"; break;
+      default: plan_.evaluation_metric = "PSNR and element-wise pass rate"; break;
+    }
+    for (const AccuracyTarget& target : default_targets(plan_.task)) plan_.evaluation_criteria.push_back(target.text);
+    plan_.evaluation_samples = kEvaluationSamples;
+    decide("evaluation", plan_.evaluation_metric + ": " + join(plan_.evaluation_criteria, " and ") + " on every output, " +
+                             std::to_string(plan_.evaluation_samples) + " samples",
+           std::string("task ") + to_string(plan_.task) + "; then explore mixed precision if the preset misses");
+    if (plan_.task == TaskType::kUnknown) {
+      risk("medium", "task type unknown: the regression criterion may not suit the outputs; state one with "
+                     "--target-accuracy");
+    }
+  }
+
+  void build_config() {
+    QuantConfig config = *preset_config(plan_.preset);
+    config.extra.calib_method = plan_.calib_method;
+    config.extra.num_calib_samples = plan_.calibration_samples;
+    config.extra.convert_bn_to_conv = std::ranges::find(plan_.algorithms, "fold_batchnorm") != plan_.algorithms.end();
+    config.extra.op_types_to_quantize = plan_.include_op_types;
+    for (const auto& name : plan_.exclude_node_names) config.exclude.node_names.push_back(exact_regex(name));
+    if (!plan_.higher_precision_nodes.empty()) {
+      LayerOverride bf16;
+      bf16.target_node_names = plan_.higher_precision_nodes;
+      bf16.layer_config = preset_config("BF16")->global;
+      config.specific.push_back(bf16);
+    }
+    plan_.config = config;
+  }
+
+  const PlanParams& params_;
+  ModelAnalysis analysis_;
+  QuantPlan plan_;
+  CalibMethod default_method_ = kMinMax;
+};
+
+}  // namespace
+
+const char* to_string(PlanTarget target) { return target_row(target).name; }
+const char* to_string(PlanGoal goal) {
+  return std::ranges::find_if(kGoals, [&](const GoalRow& row) { return row.goal == goal; })->name;
+}
+
+std::optional<PlanTarget> plan_target_from_name(std::string_view name) {
+  for (const TargetRow& row : kTargets) {
+    if (equal_ignoring_case(row.name, name)) return row.target;
+  }
+  return std::nullopt;
+}
+std::optional<PlanGoal> plan_goal_from_name(std::string_view name) {
+  for (const GoalRow& row : kGoals) {
+    if (equal_ignoring_case(row.name, name)) return row.goal;
+  }
+  return std::nullopt;
+}
+
+std::vector<AlgorithmTraits> all_algorithms() { return {std::begin(kAlgorithms), std::end(kAlgorithms)}; }
+
+QuantPlan make_plan(const PlanParams& params) { return Planner(params).run(); }
+
+const Json& plan_schema() {
+  static const Json schema = Json::parse(kQuantPlanSchemaText);
+  return schema;
+}
+
+Json plan_to_json(const QuantPlan& plan) {
+  Json decisions = Json::array();
+  for (const auto& d : plan.decisions) decisions.push_back({{"decision", d.decision}, {"value", d.value}, {"reason", d.reason}});
+  Json risks = Json::array();
+  for (const auto& r : plan.risks) risks.push_back({{"severity", r.severity}, {"risk", r.risk}});
+  Json json = {
+      {"schema_version", 1},
+      {"model", {{"path", plan.model_path}, {"fingerprint", plan.model_fingerprint}, {"bytes", plan.model_bytes},
+                 {"architecture", to_string(plan.architecture)}, {"task", to_string(plan.task)}}},
+      {"intent", {{"target", to_string(plan.target)}, {"goal", to_string(plan.goal)}, {"device", plan.device},
+                  {"backend", plan.backend}}},
+      {"requires_confirmation", plan.requires_confirmation},
+      {"preset", plan.preset},
+      {"calibration", {{"method", method_name(plan.calib_method)}, {"samples", plan.calibration_samples},
+                       {"batch", plan.calibration_batch}}},
+      {"algorithms", plan.algorithms},
+      {"include", {{"op_types", plan.include_op_types}}},
+      {"exclude", {{"node_names", plan.exclude_node_names}}},
+      {"higher_precision", {{"format", plan.higher_precision_format}, {"node_names", plan.higher_precision_nodes}}},
+      {"external_data", plan.external_data},
+      {"evaluation", {{"metric", plan.evaluation_metric}, {"criteria", plan.evaluation_criteria},
+                      {"samples", plan.evaluation_samples}}},
+      {"decisions", decisions},
+      {"risks", risks},
+      {"config", config_to_json(plan.config)},
+  };
+  return json;
+}
+
+QuantPlan plan_from_json(const Json& json, const std::string& label) {
+  const std::vector<std::string> errors = validate_json(plan_schema(), json);
+  if (!errors.empty()) {
+    throw_bad_input(label, "not a valid plan: " + errors.front() +
+                               (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+  }
+  QuantPlan plan;
+  const Json& model = json["model"];
+  plan.model_path = model["path"].get<std::string>();
+  plan.model_fingerprint = model["fingerprint"].get<std::string>();
+  plan.model_bytes = model["bytes"].get<uint64_t>();
+  for (Architecture a : {Architecture::kCnn, Architecture::kTransformer, Architecture::kHybrid, Architecture::kRecurrent,
+                         Architecture::kUnknown}) {
+    if (model["architecture"] == to_string(a)) plan.architecture = a;
+  }
+  for (TaskType t : {TaskType::kClassification, TaskType::kDetection, TaskType::kRegression, TaskType::kSequence,
+                     TaskType::kUnknown}) {
+    if (model["task"] == to_string(t)) plan.task = t;
+  }
+  const Json& intent = json["intent"];
+  plan.target = *plan_target_from_name(intent["target"].get<std::string>());  // the schema lists the names
+  plan.goal = *plan_goal_from_name(intent["goal"].get<std::string>());
+  plan.device = intent["device"].get<std::string>();
+  plan.backend = intent["backend"].get<std::string>();
+  plan.requires_confirmation = json["requires_confirmation"].get<bool>();
+  plan.preset = json["preset"].get<std::string>();
+  plan.calib_method = *calib_method_from_name(json["calibration"]["method"].get<std::string>());
+  plan.calibration_samples = json["calibration"]["samples"].get<int64_t>();
+  plan.calibration_batch = json["calibration"]["batch"].get<int64_t>();
+  plan.algorithms = json["algorithms"].get<std::vector<std::string>>();
+  plan.include_op_types = json["include"]["op_types"].get<std::vector<std::string>>();
+  plan.exclude_node_names = json["exclude"]["node_names"].get<std::vector<std::string>>();
+  plan.higher_precision_format = json["higher_precision"]["format"].get<std::string>();
+  plan.higher_precision_nodes = json["higher_precision"]["node_names"].get<std::vector<std::string>>();
+  plan.external_data = json["external_data"].get<bool>();
+  plan.evaluation_metric = json["evaluation"]["metric"].get<std::string>();
+  plan.evaluation_criteria = json["evaluation"]["criteria"].get<std::vector<std::string>>();
+  plan.evaluation_samples = json["evaluation"]["samples"].get<int64_t>();
+  for (const auto& d : json["decisions"]) {
+    plan.decisions.push_back({d["decision"].get<std::string>(), d["value"].get<std::string>(), d["reason"].get<std::string>()});
+  }
+  for (const auto& r : json["risks"]) plan.risks.push_back({r["severity"].get<std::string>(), r["risk"].get<std::string>()});
+  plan.config = parse_config(json["config"], label + " (config)");
+  return plan;
+}
+
+void save_plan(const QuantPlan& plan, const std::string& path) {
+  const Json json = plan_to_json(plan);
+  const std::vector<std::string> errors = validate_json(plan_schema(), json);
+  if (!errors.empty()) throw Error(ErrorKind::kInternal, path, "the plan does not follow its schema: " + errors.front());
+  write_file_atomically(path, json.dump(2) + "\n");
+}
+
+QuantPlan load_plan(const std::string& path) {
+  const std::string text = read_file(path, "a quantization plan");
+  Json json;
+  try {
+    json = Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw_bad_input(path, std::string("not JSON: ") + e.what());
+  }
+  return plan_from_json(json, path);
+}
+
+std::optional<std::string> plan_blocker(const QuantPlan& plan) {
+  if (plan.requires_confirmation) {
+    return "the plan is a draft (requires_confirmation: true): review it, then rerun `mixprec plan` with --yes or set it "
+           "to false";
+  }
+  for (const std::string& name : plan.algorithms) {
+    const auto row = std::ranges::find_if(kAlgorithms, [&](const AlgorithmTraits& a) { return name == a.name; });
+    if (row == std::end(kAlgorithms) || !row->implemented) {
+      return "the plan lists algorithm '" + name + "', which mixprec does not implement: remove it from \"algorithms\"";
+    }
+  }
+  return std::nullopt;
+}
+
+QuantizeReport quantize_with_plan(const std::string& plan_path, QuantizeParams params) {
+  const QuantPlan plan = load_plan(plan_path);
+  if (const auto why = plan_blocker(plan)) throw_bad_input(plan_path, *why);
+  if (!params.config_path.empty() || !params.preset.empty() || params.config || params.calib_method) {
+    throw_bad_input(plan_path, "a plan carries its own config: give no --config, --preset or --calib-method with it");
+  }
+  if (params.model_path.empty()) params.model_path = plan.model_path;
+  const std::string fingerprint = model_fingerprint(load_model(params.model_path, {.load_external_data = false}));
+  if (fingerprint != plan.model_fingerprint) {
+    throw_bad_input(plan_path, "the plan was made for another model (" + plan.model_path + ", fingerprint " +
+                                   plan.model_fingerprint + "); " + params.model_path + " has fingerprint " + fingerprint +
+                                   ": run `mixprec plan` on it");
+  }
+  params.config = plan.config;
+  return quantize_job(params);
+}
+
+}  // namespace mixprec
