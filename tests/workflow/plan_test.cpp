@@ -1,0 +1,284 @@
+#include "mixprec/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "mixprec/error.h"
+#include "mixprec/json_schema.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+#include "mixprec/runtime.h"
+#include "support/explore_models.h"
+#include "support/model_builder.h"
+#include "support/temp_dir.h"
+
+namespace mixprec {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+class PlanTest : public testing::TempDirTest {
+ protected:
+  std::string save(const onnx::ModelProto& model, const std::string& name) {
+    const std::string file = path(name);
+    save_model(model, file);
+    return file;
+  }
+  PlanParams params(const std::string& model, PlanTarget target, PlanGoal goal = PlanGoal::kAccuracy) {
+    PlanParams p;
+    p.model_path = model;
+    p.target = target;
+    p.goal = goal;
+    return p;
+  }
+  static std::string error_of(const PlanParams& p) {
+    try {
+      make_plan(p);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  }
+  static bool has_risk(const QuantPlan& plan, const std::string& severity, const std::string& words) {
+    return std::ranges::any_of(plan.risks, [&](const PlanRisk& r) {
+      return r.severity == severity && r.risk.find(words) != std::string::npos;
+    });
+  }
+  static const PlanDecision& decision(const QuantPlan& plan, const std::string& name) {
+    const auto it = std::ranges::find_if(plan.decisions, [&](const PlanDecision& d) { return d.decision == name; });
+    if (it == plan.decisions.end()) throw std::runtime_error("no decision " + name);
+    return *it;
+  }
+  WarningCollector warnings_;
+};
+
+constexpr PlanTarget kTargets[] = {PlanTarget::kCpu, PlanTarget::kCuda, PlanTarget::kNpuCnn, PlanTarget::kNpuTransformer};
+constexpr PlanGoal kGoals[] = {PlanGoal::kAccuracy, PlanGoal::kSize, PlanGoal::kSpeed};
+
+TEST_F(PlanTest, EveryTargetAndGoalGivesASchemaValidPlanThatRoundTrips) {
+  for (const auto& [name, model] : {std::pair<std::string, onnx::ModelProto>{"cnn.onnx", testing::conv_chain(3)},
+                                    {"attention.onnx", testing::attention_model(0)},
+                                    {"mlp.onnx", testing::matmul_chain(2)}}) {
+    const std::string file = save(model, name);
+    for (PlanTarget target : kTargets) {
+      for (PlanGoal goal : kGoals) {
+        SCOPED_TRACE(name + " " + to_string(target) + " " + to_string(goal));
+        const QuantPlan plan = make_plan(params(file, target, goal));
+        const Json json = plan_to_json(plan);
+        EXPECT_EQ(validate_json(plan_schema(), json), std::vector<std::string>{});
+        EXPECT_EQ(plan_from_json(json, "plan.json"), plan);
+        const std::string plan_file = path("plan.json");
+        save_plan(plan, plan_file);
+        EXPECT_EQ(load_plan(plan_file), plan);
+      }
+    }
+  }
+}
+
+TEST_F(PlanTest, TheDecisionTableCoversWhatSpecAsks) {
+  const QuantPlan plan = make_plan(params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kCpu));
+  std::vector<std::string> names;
+  for (const auto& d : plan.decisions) names.push_back(d.decision);
+  EXPECT_EQ(names, (std::vector<std::string>{"backend", "architecture", "task", "preset", "calibration method",
+                                             "calibration size", "calibration data", "algorithms", "include", "exclude",
+                                             "external data", "evaluation"}));
+  EXPECT_EQ(plan.preset, "A8W8");
+  EXPECT_EQ(plan.calib_method, CalibMethod::kPercentile);
+  EXPECT_EQ(plan.calibration_samples, 256);
+  EXPECT_EQ(plan.include_op_types, (std::vector<std::string>{"Conv"}));
+  EXPECT_FALSE(plan.external_data);
+  EXPECT_EQ(plan.model_bytes, std::filesystem::file_size(path("cnn.onnx")));
+  EXPECT_EQ(plan.evaluation_criteria, (std::vector<std::string>{"psnr>=30", "pass_rate>=99.9%"}));
+  EXPECT_FALSE(plan.requires_confirmation);
+  // The config quantize --plan runs says the same.
+  EXPECT_EQ(plan.config.extra.calib_method, CalibMethod::kPercentile);
+  EXPECT_EQ(plan.config.extra.num_calib_samples, 256);
+  EXPECT_EQ(plan.config.extra.op_types_to_quantize, plan.include_op_types);
+  EXPECT_EQ(plan.config.global.weight->format, FormatId::kInt8);
+  EXPECT_TRUE(plan.config.global.weight->per_channel);
+}
+
+TEST_F(PlanTest, NpuCnnRejectsANonPowerOfTwoPresetAndNamesTheNearest) {
+  const std::string file = save(testing::conv_chain(2), "cnn.onnx");
+  PlanParams p = params(file, PlanTarget::kNpuCnn);
+  EXPECT_EQ(make_plan(p).preset, "XINT8");
+  EXPECT_EQ(make_plan(p).calib_method, CalibMethod::kPowerOfTwoMinMse);
+  p.preset = "a8w8";
+  const std::string error = error_of(p);
+  EXPECT_NE(error.find("--preset A8W8 is rejected for --target npu_cnn"), std::string::npos) << error;
+  EXPECT_NE(error.find("nearest viable: XINT8"), std::string::npos) << error;
+  p.preset = "BF16";
+  EXPECT_NE(error_of(p).find("nearest viable: XINT8"), std::string::npos);
+  p.force = true;
+  const QuantPlan forced = make_plan(p);
+  EXPECT_EQ(forced.preset, "BF16");
+  EXPECT_TRUE(has_risk(forced, "high", "forced: --preset BF16")) << plan_to_json(forced)["risks"].dump();
+}
+
+TEST_F(PlanTest, NpuCnnNeedsAPowerOfTwoCalibrationMethod) {
+  PlanParams p = params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kNpuCnn);
+  p.calib_method = CalibMethod::kMinMax;
+  EXPECT_NE(error_of(p).find("nearest viable: PowerOfTwo_NonOverflow"), std::string::npos) << error_of(p);
+  p.calib_method = CalibMethod::kEntropy;
+  EXPECT_NE(error_of(p).find("nearest viable: PowerOfTwo_MinMSE"), std::string::npos) << error_of(p);
+  p.force = true;
+  EXPECT_TRUE(has_risk(make_plan(p), "high", "forced: --calib-method Entropy"));
+  p.calib_method = CalibMethod::kPowerOfTwoNonOverflow;
+  p.force = false;
+  EXPECT_EQ(make_plan(p).config.extra.calib_method, CalibMethod::kPowerOfTwoNonOverflow);
+}
+
+TEST_F(PlanTest, TheDeviceGatesFormats) {
+  PlanParams p = params(save(testing::attention_model(0), "t.onnx"), PlanTarget::kNpuTransformer);
+  p.device = "stx";
+  p.preset = "FP16";
+  EXPECT_NE(error_of(p).find("FP16 is not available on stx"), std::string::npos) << error_of(p);
+  p.device = "ve2";
+  EXPECT_EQ(make_plan(p).preset, "FP16");  // ve2 runs FP16
+  p.device = "cpu";
+  EXPECT_NE(error_of(p).find("is not an NPU"), std::string::npos);
+  PlanParams host = params(path("t.onnx"), PlanTarget::kCpu);
+  host.device = "stx";
+  EXPECT_NE(error_of(host).find("is an NPU"), std::string::npos);
+}
+
+TEST_F(PlanTest, AnAlreadyQuantizedModelGetsNoPlanButRequantizeAdvice) {
+  const std::string error = error_of(params(save(testing::qdq_conv_chain(2), "q.onnx"), PlanTarget::kCpu));
+  EXPECT_NE(error.find("already quantized"), std::string::npos) << error;
+  EXPECT_NE(error.find("mixprec requantize"), std::string::npos) << error;
+  EXPECT_NE(error_of(params(save(testing::bf16_conv_chain(1), "b.onnx"), PlanTarget::kCpu)).find("already quantized"),
+            std::string::npos);
+}
+
+TEST_F(PlanTest, AnUnknownArchitectureGivesADraftUntilConfirmed) {
+  PlanParams p = params(save(testing::matmul_chain(3), "mlp.onnx"), PlanTarget::kCpu);
+  const QuantPlan draft = make_plan(p);
+  EXPECT_TRUE(draft.requires_confirmation);
+  ASSERT_TRUE(plan_blocker(draft).has_value());
+  EXPECT_NE(plan_blocker(draft)->find("draft"), std::string::npos);
+  p.confirmed = true;
+  const QuantPlan confirmed = make_plan(p);
+  EXPECT_FALSE(confirmed.requires_confirmation);
+  EXPECT_NE(decision(confirmed, "architecture").reason.find("confirmed by --yes"), std::string::npos);
+  EXPECT_FALSE(plan_blocker(confirmed).has_value());
+}
+
+TEST_F(PlanTest, AlgorithmRisks) {
+  const std::string transformer = save(testing::attention_model(0), "t.onnx");
+  PlanParams p = params(transformer, PlanTarget::kCpu);
+  p.algorithms = {"cle"};
+  const QuantPlan cle = make_plan(p);
+  EXPECT_TRUE(has_risk(cle, "high", "cle on a transformer"));
+  EXPECT_TRUE(has_risk(cle, "high", "cle is not implemented"));
+  EXPECT_NE(plan_blocker(cle).value_or("").find("'cle'"), std::string::npos);
+  EXPECT_FALSE(has_risk(cle, "medium", "algorithms ("));
+
+  PlanParams cnn = params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kCpu);
+  cnn.algorithms = {"cle"};
+  EXPECT_FALSE(has_risk(make_plan(cnn), "high", "cle on a"));
+  cnn.algorithms = {"cle", "bias_correction", "adaround"};
+  EXPECT_TRUE(has_risk(make_plan(cnn), "medium", "3 algorithms (cle, bias_correction, adaround)"));
+  cnn.algorithms = {"magic"};
+  EXPECT_NE(error_of(cnn).find("unknown --algorithm 'magic'"), std::string::npos);
+}
+
+TEST_F(PlanTest, BatchNormIsFoldedByThePlanItself) {
+  testing::ModelBuilder builder;
+  builder.add_input("x", onnx::TensorProto::FLOAT, {1, 2, 4, 4})
+      .add_initializer("w", {2, 2, 1, 1}, {1, 0, 0, 1})
+      .add_initializer("scale", {2}, {1, 2})
+      .add_initializer("bias", {2}, {0, 1})
+      .add_initializer("mean", {2}, {0, 0})
+      .add_initializer("var", {2}, {1, 1})
+      .add_node("Conv", {"x", "w"}, {"c"}, {}, "conv")
+      .add_node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"}, {}, "bn")
+      .add_output("y", onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+  const QuantPlan plan = make_plan(params(save(builder.build(), "bn.onnx"), PlanTarget::kCpu));
+  EXPECT_EQ(plan.algorithms, (std::vector<std::string>{"fold_batchnorm"}));
+  EXPECT_TRUE(plan.config.extra.convert_bn_to_conv);
+  EXPECT_FALSE(plan_blocker(plan).has_value());
+  const QuantPlan none = make_plan(params(save(testing::conv_chain(1), "cnn.onnx"), PlanTarget::kCpu));
+  EXPECT_TRUE(none.algorithms.empty());
+  EXPECT_FALSE(none.config.extra.convert_bn_to_conv);
+}
+
+TEST_F(PlanTest, AttentionMatMulsStayHigherPrecisionForAccuracy) {
+  const std::string file = save(testing::attention_model(0), "t.onnx");
+  const QuantPlan cpu = make_plan(params(file, PlanTarget::kCpu));
+  EXPECT_EQ(cpu.exclude_node_names, (std::vector<std::string>{"qk", "pv"}));
+  EXPECT_EQ(cpu.config.exclude.node_names, (std::vector<std::string>{"qk", "pv"}));
+  const QuantPlan npu = make_plan(params(file, PlanTarget::kNpuTransformer));
+  EXPECT_TRUE(npu.exclude_node_names.empty());
+  EXPECT_EQ(npu.higher_precision_nodes, (std::vector<std::string>{"qk", "pv"}));
+  ASSERT_EQ(npu.config.specific.size(), 1u);
+  EXPECT_EQ(npu.config.specific[0].layer_config.input_tensors->format, FormatId::kBFloat16);
+  const QuantPlan npu_cnn = make_plan(params(file, PlanTarget::kNpuCnn));
+  EXPECT_TRUE(npu_cnn.higher_precision_nodes.empty());
+  EXPECT_TRUE(has_risk(npu_cnn, "medium", "npu_cnn for a transformer"));
+  EXPECT_TRUE(make_plan(params(file, PlanTarget::kCpu, PlanGoal::kSpeed)).exclude_node_names.empty());
+}
+
+TEST_F(PlanTest, ABackendMissingFromTheLoadedRuntimeIsARisk) {
+  const std::string file = save(testing::conv_chain(1), "cnn.onnx");
+  const std::vector<std::string> available = available_providers();
+  const bool has_cuda = std::ranges::find(available, "CUDAExecutionProvider") != available.end();
+  EXPECT_EQ(has_risk(make_plan(params(file, PlanTarget::kCuda)), "medium", "CUDAExecutionProvider is not in"), !has_cuda);
+  EXPECT_FALSE(has_risk(make_plan(params(file, PlanTarget::kCpu)), "medium", "is not in the loaded"));
+}
+
+TEST_F(PlanTest, APlanFileThatBreaksTheSchemaIsRefusedWithThePointer) {
+  const QuantPlan plan = make_plan(params(save(testing::conv_chain(1), "cnn.onnx"), PlanTarget::kCpu));
+  Json json = plan_to_json(plan);
+  json["calibration"]["method"] = "Median";
+  write_file_atomically(path("bad.json"), json.dump());
+  try {
+    load_plan(path("bad.json"));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/calibration/method: \"Median\" is not one of"), std::string::npos) << e.what();
+  }
+  write_file_atomically(path("notjson.json"), "{");
+  EXPECT_THROW(load_plan(path("notjson.json")), Error);
+}
+
+TEST_F(PlanTest, QuantizeWithPlanRunsItsConfigOnTheRightModelOnly) {
+  const std::string model = save(testing::conv_chain(2), "cnn.onnx");
+  PlanParams p = params(model, PlanTarget::kNpuCnn);
+  p.calibration_samples = 8;
+  save_plan(make_plan(p), path("plan.json"));
+  QuantizeParams q;
+  q.output_path = path("out.onnx");
+  q.calibration = testing::test_calibration_data();
+  const QuantizeReport report = quantize_with_plan(path("plan.json"), q);
+  EXPECT_EQ(report.calibration_samples, 8u);  // the plan's size caps the 16 samples given
+  EXPECT_EQ(report.nodes_integer, 2u);
+  EXPECT_EQ(load_config(report.config_path), load_plan(path("plan.json")).config);
+  std::filesystem::remove(path("out.onnx"));  // the refused runs below must not write it
+
+  q.model_path = save(testing::conv_chain(3), "other.onnx");
+  try {
+    quantize_with_plan(path("plan.json"), q);
+    FAIL() << "accepted another model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("made for another model"), std::string::npos) << e.what();
+  }
+  q.model_path.clear();
+  q.preset = "A8W8";
+  EXPECT_THROW(quantize_with_plan(path("plan.json"), q), Error);
+
+  save_plan(make_plan(params(save(testing::matmul_chain(2), "mlp.onnx"), PlanTarget::kCpu)), path("draft.json"));
+  q.preset.clear();
+  try {
+    quantize_with_plan(path("draft.json"), q);
+    FAIL() << "ran a draft";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("requires_confirmation"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("out.onnx")));
+}
+
+}  // namespace
+}  // namespace mixprec
