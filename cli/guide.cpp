@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.h"
+#include "mixprec/runtime.h"
 #include "mixprec/error.h"
 #include "mixprec/guide.h"
 #include "mixprec/log.h"
@@ -47,7 +48,9 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
   flags->data.add_to(*cmd, "--data", 0);
   cmd->add_option("--work-dir", flags->work_dir, "every file the run writes (default: MODEL_STEM.mixprec)");
-  cmd->add_option("-t", flags->env_script, "environment script: NAME=VALUE lines applied before any work");
+  cmd->add_option("-t", flags->env_script,
+                  "environment script: NAME=VALUE lines applied before any work (MIXPREC_ORT_LIB=PATH selects the ONNX "
+                  "Runtime library)");
   flags->runtime.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " guide exits 3 when the final model misses the criterion.");
   return {cmd, [flags] {
@@ -93,7 +96,8 @@ Command add_guide(CLI::App& app) {
             params.progress = progress_bar("calibrating");
             std::cout << "mixprec guide: " << params.model_path << ", mode " << to_string(params.mode) << ", device "
                       << params.device << ", stage " << to_string(params.stage)
-                      << (params.explore ? ", explore" : "") << ", work dir " << params.work_dir << "\n";
+                      << (params.explore ? ", explore" : "") << ", work dir " << params.work_dir << "\n"
+                      << "runtime: ONNX Runtime " << runtime_version() << " (" << runtime_library() << ")\n";
             const GuideReport r = guide(params, [](const GuidePhase& phase) {
               std::printf("\n== %s: %s (%.2f s)\n", phase.name.c_str(), phase.status.c_str(), phase.seconds);
               for (const auto& line : phase.lines) std::printf("   %s\n", line.c_str());

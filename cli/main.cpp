@@ -6,6 +6,7 @@
 #include "common.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
+#include "mixprec/runtime.h"
 
 namespace {
 
@@ -28,9 +29,11 @@ int main(int argc, char** argv) {
   using namespace mixprec::cli;
   CLI::App app{"mixprec: quantize ONNX models and search mixed precision (INT8 / BF16 / FP16)", "mixprec"};
   app.footer(kExitCodesHelp);
-  app.require_subcommand(1);
-  bool verbose = false;
+  app.require_subcommand(0, 1);
+  bool verbose = false, version = false;
   app.add_flag("-v,--verbose", verbose, "print progress and info messages on stderr");
+  app.add_flag("--version", version,
+               "print mixprec's version and the ONNX Runtime in use (MIXPREC_ORT_LIB=PATH loads another build)");
 
   const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
                                          add_compare(app), add_explore(app), add_dry_run(app),
@@ -56,6 +59,18 @@ int main(int argc, char** argv) {
   });
 
   try {
+    if (version) {
+      std::cout << "mixprec " << MIXPREC_VERSION << "\n"
+                << "ONNX Runtime " << mixprec::runtime_version() << " (" << mixprec::runtime_library() << ")\n"
+                << "providers";
+      for (const auto& provider : mixprec::available_providers()) std::cout << " " << provider;
+      std::cout << "\n";
+      return kExitOk;
+    }
+    if (app.get_subcommands().empty()) {
+      std::cerr << app.help();
+      return kExitBadInput;
+    }
     for (const auto& command : commands) {
       if (command.app->parsed()) return command.action();
     }

@@ -38,6 +38,11 @@ struct SessionOptions {
 std::vector<std::string> available_providers();
 // Version string of the loaded ONNX Runtime.
 std::string runtime_version();
+// Where the ONNX Runtime in use comes from: "linked" (the SDK mixprec was built with), or the
+// library the MIXPREC_ORT_LIB environment variable names, loaded on first use. A path that
+// does not load, is not ONNX Runtime, or lacks the API version mixprec was built against is
+// Error kBadInput naming MIXPREC_ORT_LIB.
+std::string runtime_library();
 
 class Session {
  public:

@@ -7,7 +7,12 @@
 #include <set>
 #include <unordered_map>
 
+// The API table is set at run time (ensure_api): the linked ONNX Runtime, or the library
+// MIXPREC_ORT_LIB names.
+#define ORT_API_MANUAL_INIT
 #include <onnxruntime_cxx_api.h>
+
+#include <dlfcn.h>
 
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
@@ -15,6 +20,44 @@
 namespace mixprec {
 namespace fs = std::filesystem;
 namespace {
+
+struct ApiSource {
+  const OrtApi* api = nullptr;
+  std::string library;  // "linked" or the MIXPREC_ORT_LIB path
+};
+
+ApiSource load_api() {
+  const char* path = std::getenv("MIXPREC_ORT_LIB");
+  if (path == nullptr || *path == '\0') return {OrtGetApiBase()->GetApi(ORT_API_VERSION), "linked"};
+  const std::string label = std::string("MIXPREC_ORT_LIB=") + path;
+  // Kept loaded for the life of the process: the API table points into it.
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw_bad_input(label, std::string("cannot load the ONNX Runtime library: ") + (why ? why : "unknown reason"));
+  }
+  using GetApiBase = const OrtApiBase* (*)();
+  auto* get_base = reinterpret_cast<GetApiBase>(dlsym(handle, "OrtGetApiBase"));
+  if (get_base == nullptr) throw_bad_input(label, "not an ONNX Runtime library (no OrtGetApiBase)");
+  const OrtApiBase* base = get_base();
+  const OrtApi* api = base->GetApi(ORT_API_VERSION);
+  if (api == nullptr) {
+    throw_bad_input(label, std::string("ONNX Runtime ") + base->GetVersionString() +
+                               " does not offer API version " + std::to_string(ORT_API_VERSION) +
+                               ", which mixprec was built against; use ONNX Runtime 1." + std::to_string(ORT_API_VERSION) + " or newer");
+  }
+  return {api, path};
+}
+
+// Sets the C++ API's table once per process; every entry point calls it first.
+const ApiSource& ensure_api() {
+  static const ApiSource source = [] {
+    ApiSource loaded = load_api();
+    Ort::InitApi(loaded.api);
+    return loaded;
+  }();
+  return source;
+}
 
 Ort::Env& ort_env() {
   // One environment per process, as ONNX Runtime requires. Warnings stay visible on stderr.
@@ -158,9 +201,17 @@ void check_input(const InputSpec& spec, const Tensor& tensor, const std::string&
 
 }  // namespace
 
-std::vector<std::string> available_providers() { return Ort::GetAvailableProviders(); }
+std::vector<std::string> available_providers() {
+  ensure_api();
+  return Ort::GetAvailableProviders();
+}
 
-std::string runtime_version() { return Ort::GetVersionString(); }
+std::string runtime_version() {
+  ensure_api();
+  return Ort::GetVersionString();
+}
+
+std::string runtime_library() { return ensure_api().library; }
 
 struct Session::Impl {
   std::string label;
@@ -186,6 +237,7 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Session Session::from_file(const std::string& model_path, const SessionOptions& options) {
+  ensure_api();
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) throw_io(model_path, "no such model file");
   auto impl = std::make_unique<Impl>();
@@ -201,6 +253,7 @@ Session Session::from_file(const std::string& model_path, const SessionOptions& 
 }
 
 Session Session::from_model(const onnx::ModelProto& model, const std::string& label, const SessionOptions& options) {
+  ensure_api();
   if (model.ByteSizeLong() > kProtobufLimitBytes) {
     // ONNX Runtime cannot take >2 GB from memory: go through a file with external data.
     const fs::path dir = fs::temp_directory_path() / ("mixprec-session-" + std::to_string(::getpid()) + "-" +
