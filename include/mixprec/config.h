@@ -82,6 +82,13 @@ struct ExtraOptions {
   bool convert_bn_to_conv = true;
   bool bf16_qdq_to_cast = true;
   bool int32_bias = true;
+  // "OrtCpuFusion": place Q/DQ so ONNX Runtime's CPU provider fuses the quantized nodes into
+  // its integer kernels (see insert_qdq.cpp): every quantized node whose ORT fusion needs a Q
+  // on its output gets one (after a following Relu/Clip, which ORT then drops), data-movement
+  // ops between quantized tensors (MaxPool, Resize, Reshape, ...) keep their input's scale
+  // and zero point so ORT runs them on the codes, and a quantized Div by a constant becomes
+  // a Mul by its reciprocal (ORT has QLinearMul, no QLinearDiv). Off: inputs only.
+  bool ort_cpu_fusion = false;
   CalibMethod calib_method = CalibMethod::kMinMax;
   int64_t num_calib_samples = 100;        // must be >= 1
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();  // kept, warned about
@@ -108,7 +115,8 @@ nlohmann::ordered_json config_to_json(const QuantConfig& config);
 void save_config(const QuantConfig& config, const std::string& path);  // atomic
 
 // Presets by name (case-insensitive): XINT8, A8W8, U8S8, A16W8, BF16, FP16 (one table row
-// each, documented in src/config/presets.cpp). nullopt for an unknown name.
+// each, documented in src/config/presets.cpp). nullopt for an unknown name. U8S8 is the
+// ONNX Runtime CPU preset: OrtCpuFusion on, Div and Concat added to the default op types.
 std::optional<QuantConfig> preset_config(const std::string& name);
 // Every format the config can put a tensor in (global and overrides), sorted, unique; float32
 // only when the config says so explicitly.

@@ -42,7 +42,12 @@ struct QuantizeOptions {
   RangeOptions range;                               // percentile; symmetric comes from the spec
   bool activation_symmetric = true;                 // when a spec does not say
   bool int32_bias = true;                           // bias = int32 at input scale x weight scale
+  bool ort_cpu_fusion = false;                      // extra_options.OrtCpuFusion (config.h)
 };
+
+// The options a config's extra_options set (CalibMethod, ActivationSymmetric, Int32Bias,
+// OrtCpuFusion); the percentile stays at its default.
+QuantizeOptions quantize_options(const QuantConfig& config);
 
 struct RewriteSummary {
   int64_t opset_from = 0;

@@ -125,6 +125,7 @@ struct Schema<ExtraOptions> {
       {"ConvertBNToConv", &ExtraOptions::convert_bn_to_conv},
       {"BF16QDQToCast", &ExtraOptions::bf16_qdq_to_cast},
       {"Int32Bias", &ExtraOptions::int32_bias},
+      {"OrtCpuFusion", &ExtraOptions::ort_cpu_fusion},
       {"CalibMethod", &ExtraOptions::calib_method},
       {"NumCalibSamples", &ExtraOptions::num_calib_samples},
   };

@@ -146,10 +146,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     }
   }
 
-  QuantizeOptions options;
-  options.calib_method = config.extra.calib_method;
-  options.activation_symmetric = config.extra.activation_symmetric;
-  options.int32_bias = config.extra.int32_bias;
+  const QuantizeOptions options = quantize_options(config);
   // Ranks seen by calibration first (exact); without a calibration pass, one run on the first
   // sample of the given data (or one seeded random sample when every input shape is known).
   std::optional<NamedTensors> rank_sample;

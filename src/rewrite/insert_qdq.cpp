@@ -17,13 +17,33 @@
 // output_tensors specs put a pair after the node; a graph output keeps its name.
 // Nodes are emitted in the original order with inserted nodes just before their consumer
 // (or just after their producer for outputs), so the graph stays topologically sorted.
+//
+// OrtCpuFusion (QuantizeOptions::ort_cpu_fusion) places the pairs ONNX Runtime's CPU provider
+// needs to fuse a group "DQ inputs -> op -> Q" into an integer kernel (its QDQ selectors: every
+// consumer of the op's output must be that one Q, and the DQ/Q element types must agree):
+//   Before (inputs only):  DQ -> Conv -> Sigmoid ...        Conv runs in float
+//   After:                 DQ -> Conv -> Q -> DQ -> Sigmoid  QLinearConv, then float Sigmoid
+//   - a quantized node of kOutputQuantizedOps gets a pair on its output with its input spec
+//     (shared with every consumer that quantizes the tensor in the same format);
+//   - when that output's only consumer is an unquantized Relu/Clip, the pair goes after the
+//     Relu/Clip instead: ONNX Runtime drops a Relu/Clip whose range the Q already enforces;
+//   - an unquantized data-movement op (kCodePreservingOps) reading a quantized output gets a
+//     pair on its output with the same scale and zero point: ONNX Runtime then drops both
+//     and runs the op on the 8-bit codes;
+//   - a quantized Div by a constant becomes Mul by its reciprocal (QLinearMul exists, no
+//     QLinearDiv); the tensor names stay, so calibration statistics still apply.
 #include "rewrite/insert_qdq.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <tuple>
+#include <array>
+#include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "config/op_rules.h"
 #include "ir/graph_view.h"
@@ -63,6 +83,25 @@ int64_t default_weight_axis(const onnx::NodeProto& node, const onnx::TensorProto
 
 std::string cast_suffix(FormatId format) { return format == FormatId::kBFloat16 ? "_bf16" : "_fp16"; }
 
+// OrtCpuFusion tables, from ONNX Runtime's CPU QDQ selectors (qdq_selector_action_transformer).
+// Ops that become an integer kernel when their output goes through a Q.
+constexpr std::string_view kOutputQuantizedOps[] = {
+    "Conv", "MatMul", "Gemm", "Add", "Mul", "Concat", "AveragePool", "GlobalAveragePool", "Sigmoid", "LeakyRelu",
+};
+// Activations folded into the group before them when the Q after them makes them redundant.
+constexpr std::string_view kFoldedActivations[] = {"Relu", "Clip"};
+// Data movement run on the codes when the DQ before and the Q after share scale and zero point
+// (input 0 is the data).
+constexpr std::string_view kCodePreservingOps[] = {
+    "MaxPool", "Resize", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze",
+    "Slice", "Expand", "Tile", "Gather", "GatherElements",
+};
+
+bool is_one_of(const onnx::NodeProto& node, std::span<const std::string_view> op_types) {
+  return (node.domain().empty() || node.domain() == "ai.onnx") &&
+         std::ranges::find(op_types, std::string_view(node.op_type())) != op_types.end();
+}
+
 class Inserter {
  public:
   Inserter(onnx::ModelProto& model, const CalibrationStats& stats, const QuantizeOptions& options,
@@ -75,17 +114,21 @@ class Inserter {
   }
 
   void run(const std::vector<NodeAssignment>& assignment) {
-    std::unordered_map<std::string, const NodeAssignment*> by_name;
-    for (const auto& a : assignment) by_name.emplace(a.node_name, &a);
+    for (const auto& a : assignment) by_name_.emplace(a.node_name, &a);
     google::protobuf::RepeatedPtrField<onnx::NodeProto> original;
     original.Swap(graph_.mutable_node());
-    for (auto& node : original) {
-      auto it = by_name.find(node.name());
-      if (it == by_name.end() || it->second->excluded) {
-        *graph_.add_node() = node;
-        continue;
+    for (const auto& node : original) {
+      for (const std::string& input : node.input()) {
+        if (!input.empty()) consumers_[input].push_back(&node);
       }
-      rewrite_node(node, it->second->config);
+    }
+    for (const auto& output : graph_.output()) graph_outputs_.insert(output.name());
+    for (auto& node : original) {
+      if (const LayerConfig* config = assigned_config(node)) {
+        rewrite_node(node, *config);
+      } else {
+        emit_unquantized(node);
+      }
     }
     for (auto& init : new_initializers_) *graph_.add_initializer() = std::move(init);
     remove_unused(graph_);
@@ -95,6 +138,77 @@ class Inserter {
 
  private:
   void need_opset(int64_t opset) { required_opset_ = std::max(required_opset_, opset); }
+
+  // The node's layer config; nullptr when the assignment keeps it in float.
+  const LayerConfig* assigned_config(const onnx::NodeProto& node) const {
+    const auto it = by_name_.find(node.name());
+    return it == by_name_.end() || it->second->excluded ? nullptr : &it->second->config;
+  }
+  // The layer config of a node whose input tensors are in an integer format.
+  const LayerConfig* integer_config(const onnx::NodeProto& node) const {
+    const LayerConfig* config = assigned_config(node);
+    return config && config->input_tensors && format_traits(config->input_tensors->format).is_integer ? config
+                                                                                                       : nullptr;
+  }
+
+  // A node the assignment leaves in float. With OrtCpuFusion it may still get a pair on its
+  // output: the Relu/Clip closing a quantized node's group, or a data-movement op that keeps
+  // its input's codes.
+  void emit_unquantized(onnx::NodeProto node) {
+    std::vector<onnx::NodeProto> after;
+    if (options_.ort_cpu_fusion && node.output_size() >= 1 && is_float_tensor(node.output(0))) {
+      if (const auto closing = group_closers_.find(node.name()); closing != group_closers_.end()) {
+        quantize_output(node, 0, resolve_activation(node.output(0), closing->second), &after);
+      } else if (is_one_of(node, kCodePreservingOps) && node.input_size() >= 1) {
+        if (const auto input = quantized_outputs_.find(node.input(0)); input != quantized_outputs_.end()) {
+          quantize_output(node, 0, input->second, &after);
+        }
+      }
+    }
+    *graph_.add_node() = std::move(node);
+    for (auto& n : after) *graph_.add_node() = std::move(n);
+  }
+
+  // Renames output `o` of `node`, appends the pair that turns it back into the original name to
+  // `after`, and records it so consumers quantizing the same tensor in the same format share it.
+  void quantize_output(onnx::NodeProto& node, int o, const ResolvedSpec& spec, std::vector<onnx::NodeProto>* after) {
+    const std::string output = node.output(o);
+    const std::string pre = names_.fresh(output + "_prequant");
+    node.set_output(o, pre);
+    emit_pair(pre, spec, output, after);
+    quantized_outputs_.emplace(output, spec);
+  }
+
+  // OrtCpuFusion: where the output Q of a quantized node goes. nullopt: on the output itself;
+  // otherwise the name of the Relu/Clip after which it goes (recorded in group_closers_).
+  std::optional<std::string> group_closer(const std::string& output) const {
+    if (graph_outputs_.contains(output)) return std::nullopt;
+    const auto it = consumers_.find(output);
+    if (it == consumers_.end() || it->second.size() != 1) return std::nullopt;
+    const onnx::NodeProto& consumer = *it->second.front();
+    if (!is_one_of(consumer, kFoldedActivations) || integer_config(consumer) != nullptr) return std::nullopt;
+    if (consumer.output_size() < 1 || !is_float_tensor(consumer.output(0))) return std::nullopt;
+    return consumer.name();
+  }
+
+  // OrtCpuFusion: a Div by a float constant (no zero, no Inf/NaN) becomes a Mul by the
+  // reciprocal, which ONNX Runtime fuses (QLinearMul).
+  void divide_by_multiplying(onnx::NodeProto& node) {
+    if (!is_one_of(node, std::array<std::string_view, 1>{"Div"}) || node.input_size() != 2) return;
+    if (!is_float_initializer(node, 1)) return;
+    const Tensor divisor = tensor_from_proto(initializers_.at(node.input(1)), label_);
+    std::vector<float> reciprocal = divisor.to_floats();
+    for (float& v : reciprocal) {
+      if (v == 0 || !std::isfinite(v)) return;
+      v = 1.0f / v;
+    }
+    const std::string name = names_.fresh(node.input(1) + "_reciprocal");
+    onnx::TensorProto proto = tensor_to_proto(Tensor::from_floats(divisor.shape(), reciprocal), name);
+    initializers_.emplace(name, proto);
+    new_initializers_.push_back(std::move(proto));
+    node.set_op_type("Mul");
+    node.set_input(1, name);
+  }
 
   // Fills in what a spec leaves to the defaults and derives activation parameters.
   ResolvedSpec resolve_activation(const std::string& tensor, const TensorQuantSpec& spec) {
@@ -125,6 +239,8 @@ class Inserter {
   }
 
   void rewrite_node(onnx::NodeProto node, const LayerConfig& config) {
+    const bool fuse = options_.ort_cpu_fusion && integer_config(node) != nullptr;
+    if (fuse) divide_by_multiplying(node);
     const selection::OpRule& rule = selection::op_rule(node.domain(), node.op_type());
     const int weight_index = is_float_initializer(node, rule.weight_input) ? rule.weight_input : -1;
     const int bias_index = is_float_initializer(node, rule.bias_input) ? rule.bias_input : -1;
@@ -141,8 +257,10 @@ class Inserter {
       if (input.empty() || i == weight_index || i == bias_index) continue;
       if (!config.input_tensors || config.input_tensors->format == FormatId::kFloat32) continue;
       if (!is_float_tensor(input)) continue;
-      const ResolvedSpec spec = resolve_activation(input, *config.input_tensors);
-      node.set_input(i, activation_pair(input, spec));
+      const auto shared = quantized_outputs_.find(input);
+      const bool reuse = shared != quantized_outputs_.end() && shared->second.format == config.input_tensors->format;
+      const ResolvedSpec spec = reuse ? shared->second : resolve_activation(input, *config.input_tensors);
+      if (!reuse) node.set_input(i, activation_pair(input, spec));
       if (!input_spec) input_spec = spec;  // the data input's parameters feed the bias scale
       note_format(spec.format);
     }
@@ -172,6 +290,16 @@ class Inserter {
         node.set_output(o, pre);
         emit_pair(pre, spec, output, &after);
         note_format(spec.format);
+      }
+    } else if (fuse && is_one_of(node, kOutputQuantizedOps)) {
+      for (int o = 0; o < node.output_size(); ++o) {
+        const std::string output = node.output(o);
+        if (output.empty() || !is_float_tensor(output)) continue;
+        if (const std::optional<std::string> closer = group_closer(output)) {
+          group_closers_.emplace(*closer, *config.input_tensors);
+          continue;
+        }
+        quantize_output(node, o, resolve_activation(output, *config.input_tensors), &after);
       }
     }
     *graph_.add_node() = node;
@@ -366,6 +494,12 @@ class Inserter {
   std::unordered_map<std::string, int32_t> element_types_;           // declared or inferred
   std::map<std::string, TensorStats> constant_stats_;
   std::map<std::tuple<std::string, FormatId, std::vector<float>, std::vector<int32_t>>, std::string> pairs_;
+  // OrtCpuFusion state.
+  std::unordered_map<std::string, const NodeAssignment*> by_name_;
+  std::unordered_map<std::string, std::vector<const onnx::NodeProto*>> consumers_;  // original nodes
+  std::unordered_set<std::string> graph_outputs_;
+  std::unordered_map<std::string, ResolvedSpec> quantized_outputs_;  // tensor -> the pair it went through
+  std::unordered_map<std::string, TensorQuantSpec> group_closers_;   // Relu/Clip node -> spec of its Q
   std::vector<onnx::TensorProto> new_initializers_;
   int64_t required_opset_ = 0;
 };

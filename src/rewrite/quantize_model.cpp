@@ -25,6 +25,15 @@ onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptio
   return out;
 }
 
+QuantizeOptions quantize_options(const QuantConfig& config) {
+  QuantizeOptions options;
+  options.calib_method = config.extra.calib_method;
+  options.activation_symmetric = config.extra.activation_symmetric;
+  options.int32_bias = config.extra.int32_bias;
+  options.ort_cpu_fusion = config.extra.ort_cpu_fusion;
+  return options;
+}
+
 onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vector<NodeAssignment>& assignment,
                                 const CalibrationStats& stats, const QuantizeOptions& options,
                                 const std::string& label, const RankLookup& rank_of, RewriteSummary* summary) {

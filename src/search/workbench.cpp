@@ -148,10 +148,7 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
 
 onnx::ModelProto Workbench::build(const QuantConfig& config) const {
   const auto assignment = assign_layers(config, prepared_, options_.model_path);
-  QuantizeOptions options;
-  options.calib_method = config.extra.calib_method;
-  options.activation_symmetric = config.extra.activation_symmetric;
-  options.int32_bias = config.extra.int32_bias;
+  const QuantizeOptions options = quantize_options(config);
   const RankLookup rank_of = [this](const std::string& name) -> std::optional<int64_t> {
     auto it = ranks_.find(name);
     return it == ranks_.end() ? std::nullopt : std::optional<int64_t>(it->second);

@@ -1,11 +1,13 @@
-// partition_report on a tiny model ONNX Runtime partly fuses: quantized with inputs only (U8S8),
-// "first" is followed by the Q of "second"'s input and becomes a QLinearConv; "second" ends
-// the graph with no Q after it and stays a float Conv.
+// partition_report on a tiny model ONNX Runtime partly fuses: quantized with inputs only (U8S8
+// with OrtCpuFusion off), "first" is followed by the Q of "second"'s input and becomes a
+// QLinearConv; "second" ends the graph with no Q after it and stays a float Conv. With
+// OrtCpuFusion (the U8S8 preset) both fuse.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <vector>
 
+#include "mixprec/config.h"
 #include "mixprec/macs.h"
 #include "mixprec/model_io.h"
 #include "mixprec/pipeline.h"
@@ -42,7 +44,10 @@ TEST_F(PartitionTest, FusedConvsCountAsIntegerAndTheRestAsFloat) {
   QuantizeParams q;
   q.model_path = path("model.onnx");
   q.output_path = path("u8s8.onnx");
-  q.preset = "U8S8";
+  QuantConfig inputs_only = *preset_config("U8S8");
+  inputs_only.extra.ort_cpu_fusion = false;
+  save_config(inputs_only, path("inputs_only.json"));
+  q.config_path = path("inputs_only.json");
   q.calibration.data.random_samples = 8;
   q.calibration.data.seed = 1;
   quantize_job(q);
@@ -60,6 +65,24 @@ TEST_F(PartitionTest, FusedConvsCountAsIntegerAndTheRestAsFloat) {
   EXPECT_EQ(p.float_nodes, std::vector<std::string>{"second (Conv)"});
   EXPECT_NEAR(p.integer_share(), 55296.0 / 202752.0, 1e-12);
   EXPECT_GT(p.dequantize_linear, 0);  // the float Conv still reads dequantized tensors
+}
+
+TEST_F(PartitionTest, WithOrtCpuFusionBothConvsRunInIntegerKernels) {
+  save_model(two_convs(), path("model.onnx"));
+  QuantizeParams q;
+  q.model_path = path("model.onnx");
+  q.output_path = path("u8s8.onnx");
+  q.preset = "U8S8";
+  q.calibration.data.random_samples = 8;
+  q.calibration.data.seed = 1;
+  quantize_job(q);
+  SessionOptions options{.optimization = GraphOptimization::kAll, .optimized_model_path = path("optimized.onnx")};
+  Session::from_file(q.output_path, options);
+
+  const PartitionReport p = partition_report(estimate_node_macs(two_convs()), load_model(path("optimized.onnx")));
+  EXPECT_DOUBLE_EQ(p.integer_share(), 1.0);
+  EXPECT_EQ(p.integer_kernels.at("QLinearConv"), 2u);
+  EXPECT_TRUE(p.float_nodes.empty());
 }
 
 TEST(Partition, AnUnquantizedGraphRunsEverythingInFloat) {

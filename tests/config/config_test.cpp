@@ -131,7 +131,8 @@ TEST(ConfigJsonTest, ReadsParamsAndEveryExtraOption) {
     "global_config": {"weight": {"spec": "Int8Spec", "params": {"symmetric": false, "per_channel": true,
                                  "ch_axis": 1, "calib_method": "Percentile"}},
                       "output_tensors": null},
-    "extra_options": {"Int32Bias": false, "CalibMethod": "PowerOfTwo_MinMSE", "NumCalibSamples": 8}})");
+    "extra_options": {"Int32Bias": false, "CalibMethod": "PowerOfTwo_MinMSE", "NumCalibSamples": 8,
+                      "OrtCpuFusion": true}})");
 
   const TensorQuantSpec expected{.format = FormatId::kInt8, .symmetric = false, .per_channel = true, .ch_axis = 1,
                                  .calib_method = CalibMethod::kPercentile};
@@ -141,6 +142,8 @@ TEST(ConfigJsonTest, ReadsParamsAndEveryExtraOption) {
   EXPECT_FALSE(config.extra.int32_bias);
   EXPECT_EQ(config.extra.calib_method, CalibMethod::kPowerOfTwoMinMse);
   EXPECT_EQ(config.extra.num_calib_samples, 8);
+  EXPECT_TRUE(config.extra.ort_cpu_fusion);
+  EXPECT_FALSE(parse(kSpecExample).extra.ort_cpu_fusion);  // off unless asked for
 }
 
 TEST(ConfigJsonTest, WritesTheSameShapeInAStableOrder) {
@@ -154,6 +157,7 @@ TEST(ConfigJsonTest, WritesTheSameShapeInAStableOrder) {
   EXPECT_EQ(json["exclude"]["subgraphs"], Json::array());
   EXPECT_EQ(json["extra_options"]["CalibMethod"], "MinMax");  // every option is written
   EXPECT_EQ(json["extra_options"]["NumCalibSamples"], 100);
+  EXPECT_EQ(json["extra_options"]["OrtCpuFusion"], false);
 }
 
 TEST(ConfigJsonTest, WrongShapesAndTypesNameTheFileAndTheKey) {
@@ -258,11 +262,12 @@ TEST(PresetTest, EachPresetHasItsDocumentedStructure) {
     bool per_channel;
     std::optional<FormatId> bias;  // nullopt: Int32Bias
     CalibMethod calib_method;
+    bool ort_cpu_fusion = false;  // also quantizes Div and Concat beyond the default op types
   };
   const Expected rows[] = {
       {"XINT8", FormatId::kXInt8, true, FormatId::kXInt8, false, FormatId::kXInt8, CalibMethod::kPowerOfTwoMinMse},
       {"A8W8", FormatId::kInt8, true, FormatId::kInt8, true, std::nullopt, CalibMethod::kMinMax},
-      {"U8S8", FormatId::kUInt8, false, FormatId::kInt8, false, std::nullopt, CalibMethod::kMinMax},
+      {"U8S8", FormatId::kUInt8, false, FormatId::kInt8, true, std::nullopt, CalibMethod::kMinMax, true},
       {"A16W8", FormatId::kInt16, true, FormatId::kInt8, true, std::nullopt, CalibMethod::kMinMax},
       {"BF16", FormatId::kBFloat16, true, FormatId::kBFloat16, false, FormatId::kBFloat16, CalibMethod::kMinMax},
       {"FP16", FormatId::kFloat16, true, FormatId::kFloat16, false, FormatId::kFloat16, CalibMethod::kMinMax},
@@ -279,7 +284,13 @@ TEST(PresetTest, EachPresetHasItsDocumentedStructure) {
     EXPECT_EQ(config->extra.activation_symmetric, row.activation_symmetric) << row.name;
     EXPECT_EQ(config->extra.int32_bias, !row.bias) << row.name;
     EXPECT_EQ(config->extra.calib_method, row.calib_method) << row.name;
-    EXPECT_TRUE(config->extra.op_types_to_quantize.empty()) << row.name;
+    EXPECT_EQ(config->extra.ort_cpu_fusion, row.ort_cpu_fusion) << row.name;
+    std::vector<std::string> op_types;
+    if (row.ort_cpu_fusion) {
+      op_types = default_op_types_to_quantize();
+      op_types.insert(op_types.end(), {"Div", "Concat"});
+    }
+    EXPECT_EQ(config->extra.op_types_to_quantize, op_types) << row.name;
     EXPECT_TRUE(config->specific.empty() && config->exclude.node_names.empty()) << row.name;
   }
   EXPECT_EQ(preset_names(), names);
