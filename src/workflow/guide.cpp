@@ -58,10 +58,12 @@ constexpr ProposalRow kProposals[] = {
     {true, true, "XINT8",
      "a transformer on an NPU: power-of-two int8 is what the device runs fastest; attention and normalization "
      "inputs are the usual BF16 candidates, so add --explore if it misses"},
-    {false, false, "A8W8",
-     "a CNN on CPU: int8 with per-channel weights and int32 bias, what ONNX Runtime's int8 kernels run"},
-    {false, true, "A8W8",
-     "a transformer on CPU: int8 MatMuls with per-channel weights; softmax and normalization stay float"},
+    {false, false, "U8S8",
+     "a CNN on CPU: uint8 activations x per-channel int8 weights, placed so ONNX Runtime fuses every quantized op "
+     "into integer kernels"},
+    {false, true, "U8S8",
+     "a transformer on CPU: uint8 x int8 MatMuls with per-channel weights, fused by ONNX Runtime; softmax and "
+     "normalization stay float"},
 };
 
 std::string worst_line(const std::vector<OutputMetrics>& metrics) {

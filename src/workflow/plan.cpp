@@ -61,14 +61,14 @@ struct ChoiceRow {
 using enum CalibMethod;
 // clang-format off
 constexpr ChoiceRow kChoices[] = {
-  {kCpu, kAccuracy, "A8W8", kPercentile,
-   "int8 with per-channel weights (one scale per output channel follows each filter's range) and int32 bias, what ONNX Runtime's CPU int8 kernels run",
+  {kCpu, kAccuracy, "U8S8", kPercentile,
+   "uint8 activations x per-channel int8 weights, placed so ONNX Runtime's CPU provider fuses every quantized op into integer kernels (OrtCpuFusion)",
    "Percentile 99.999 clips the rare outliers that would stretch an activation's range"},
-  {kCpu, kSize, "A8W8", kMinMax,
+  {kCpu, kSize, "U8S8", kMinMax,
    "int8 weights are 4x smaller than float32; per-channel scales keep that at little accuracy cost",
    "MinMax keeps every calibration value in range; size, not the last tenth of a dB, is the goal"},
   {kCpu, kSpeed, "U8S8", kMinMax,
-   "uint8 activations with int8 weights is ONNX Runtime's fastest CPU int8 path (u8 x s8 dot products)",
+   "u8 x s8 is ONNX Runtime's fastest CPU int8 path, and OrtCpuFusion lets it fuse every quantized op",
    "MinMax keeps every calibration value in range"},
   {kCuda, kAccuracy, "A8W8", kEntropy,
    "symmetric int8 activations and per-channel int8 weights: the scheme GPU int8 kernels (TensorRT-style) run",
@@ -416,12 +416,15 @@ class Planner {
   void decide_lists() {
     std::set<std::string> present;
     for (const auto& op : analysis_.op_histogram) present.insert(op.op_type);
-    for (const std::string& op : default_op_types_to_quantize()) {
+    const QuantConfig preset = *preset_config(plan_.preset);
+    const std::vector<std::string> quantizable =
+        preset.extra.op_types_to_quantize.empty() ? default_op_types_to_quantize() : preset.extra.op_types_to_quantize;
+    for (const std::string& op : quantizable) {
       if (present.contains(op)) plan_.include_op_types.push_back(op);
     }
     decide("include", plan_.include_op_types.empty() ? "none" : join(plan_.include_op_types),
-           "the quantizable op types the model contains (normalization arithmetic and shape/index ops are never "
-           "quantized)");
+           "the op types " + plan_.preset + " quantizes that the model contains (normalization arithmetic and "
+           "shape/index ops are never quantized)");
     const std::vector<std::string>& attention = analysis_.architecture.attention_matmuls;
     // npu_cnn is int8 only (its gate), so the attention MatMuls stay int8 there (and a risk says so).
     const bool keep_attention = params_.goal == kAccuracy && !attention.empty() && params_.target != kNpuCnn;

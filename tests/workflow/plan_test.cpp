@@ -84,7 +84,7 @@ TEST_F(PlanTest, TheDecisionTableCoversWhatSpecAsks) {
   EXPECT_EQ(names, (std::vector<std::string>{"backend", "architecture", "task", "preset", "calibration method",
                                              "calibration size", "calibration data", "algorithms", "include", "exclude",
                                              "external data", "evaluation"}));
-  EXPECT_EQ(plan.preset, "A8W8");
+  EXPECT_EQ(plan.preset, "U8S8");
   EXPECT_EQ(plan.calib_method, CalibMethod::kPercentile);
   EXPECT_EQ(plan.calibration_samples, 256);
   EXPECT_EQ(plan.include_op_types, (std::vector<std::string>{"Conv"}));
@@ -98,6 +98,7 @@ TEST_F(PlanTest, TheDecisionTableCoversWhatSpecAsks) {
   EXPECT_EQ(plan.config.extra.op_types_to_quantize, plan.include_op_types);
   EXPECT_EQ(plan.config.global.weight->format, FormatId::kInt8);
   EXPECT_TRUE(plan.config.global.weight->per_channel);
+  EXPECT_TRUE(plan.config.extra.ort_cpu_fusion);
 }
 
 TEST_F(PlanTest, NpuCnnRejectsANonPowerOfTwoPresetAndNamesTheNearest) {
