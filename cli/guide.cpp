@@ -13,7 +13,8 @@ namespace mixprec::cli {
 
 Command add_guide(CLI::App& app) {
   struct Flags {
-    std::string model, config, device = "ve2", mode = "full", stage = "compile", work_dir, env_script;
+    std::string model, config, device = "ve2", mode = "full", stage = "compile", work_dir, env_script,
+                edge_quant = "auto";
     std::string ranking = "layer-error", search = "greedy", lift = "BF16", strategy = "default";
     bool explore = false;
     double budget = 0.3;
@@ -30,6 +31,10 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--config", flags->config, "Quark-style config JSON (default: proposed from the analysis)");
   cmd->add_option("--device", flags->device, "stx, ve2 or cpu")->capture_default_str();
   cmd->add_option("--mode", flags->mode, "full, dry-run or requantize")->capture_default_str();
+  cmd->add_option("--edge-quant", flags->edge_quant,
+                  "auto, none, input, output or both: which edges the device quantizes (recorded in vitisai_config.json; "
+                  "compile checks the model against an explicit value)")
+      ->capture_default_str();
   cmd->add_option("--stage", flags->stage, "compile, or exec to also time FP32 vs the final model")
       ->capture_default_str();
   cmd->add_option("--strategy", flags->strategy,
@@ -64,6 +69,9 @@ Command add_guide(CLI::App& app) {
             const auto stage = guide_stage_from_name(flags->stage);
             if (!stage) throw_bad_input("", "unknown --stage '" + flags->stage + "' (compile, exec)");
             params.stage = *stage;
+            const auto edge = edge_quant_from_name(flags->edge_quant);
+            if (!edge) throw_bad_input("", "unknown --edge-quant '" + flags->edge_quant + "' (auto, none, input, output, both)");
+            params.edge_quant = *edge;
             params.explore = flags->explore;
             if (flags->strategy != "default" && flags->strategy != "ladder") {
               throw_bad_input("", "unknown --strategy '" + flags->strategy + "' (default, ladder)");

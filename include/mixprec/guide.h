@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,15 @@ const char* to_string(GuideMode mode);
 const char* to_string(GuideStage stage);
 std::optional<GuideMode> guide_mode_from_name(const std::string& name);    // full, dry-run, requantize
 std::optional<GuideStage> guide_stage_from_name(const std::string& name);  // compile, exec
+
+// Where quantization happens at the model's edges on the device (recorded in the provider
+// config; compile checks the model against it): `input` = the device takes float inputs and
+// quantizes them itself (a Q at each float input), `output` = it returns float (a DQ at each
+// output), `both`, or `none` (the host quantizes inputs and dequantizes outputs). `auto`
+// records what the final model does without checking it.
+enum class EdgeQuant { kAuto, kNone, kInput, kOutput, kBoth };
+const char* to_string(EdgeQuant edge);
+std::optional<EdgeQuant> edge_quant_from_name(std::string_view name);
 
 struct GuideParams {
   std::string model_path;
@@ -42,6 +52,7 @@ struct GuideParams {
   std::string work_dir;
   SessionOptions session;       // the execution provider of compile/exec; accuracy runs use CPU
   size_t latency_runs = 20;     // exec: timed runs per model (after one warm-up)
+  EdgeQuant edge_quant = EdgeQuant::kAuto;
   ProgressFn progress;          // calibration progress
 };
 
@@ -56,6 +67,7 @@ struct GuideReport {
   GuideMode mode = GuideMode::kFull;
   std::vector<GuidePhase> phases;
   std::string final_model_path, final_config_path;
+  std::string provider_config_path;  // vitisai_config.json, for NPU devices and the VitisAI provider
   bool pass = false;            // the final model meets the criterion (dry-run: always false)
   std::string outcome;          // one paragraph: what to use and why
   std::optional<DryRunReport> dry_run;

@@ -44,6 +44,20 @@ struct StageRow {
   const char* name;
 };
 constexpr StageRow kStages[] = {{GuideStage::kCompile, "compile"}, {GuideStage::kExec, "exec"}};
+struct EdgeRow {
+  EdgeQuant edge;
+  const char* name;
+  bool inputs, outputs;  // quantized at the device's edge
+};
+constexpr EdgeRow kEdges[] = {{EdgeQuant::kAuto, "auto", false, false},
+                              {EdgeQuant::kNone, "none", false, false},
+                              {EdgeQuant::kInput, "input", true, false},
+                              {EdgeQuant::kOutput, "output", false, true},
+                              {EdgeQuant::kBoth, "both", true, true}};
+const EdgeRow& edge_row(EdgeQuant edge) {
+  return *std::ranges::find_if(kEdges, [&](const EdgeRow& row) { return row.edge == edge; });
+}
+constexpr char kVitisAi[] = "VitisAIExecutionProvider";
 
 // The starting config when the user gives none: one row per (device kind, architecture).
 struct ProposalRow {
@@ -382,10 +396,79 @@ class Guide {
     end();
   }
 
+  static bool is_vitisai(const std::string& provider) { return provider == "VitisAI" || provider == kVitisAi; }
+
+  // The edge-quantization request against what the final model does; lines, and a warning on
+  // a mismatch.
+  nlohmann::ordered_json edge_check(const ModelAnalysis& final_analysis) {
+    int64_t float_inputs = 0;
+    for (const auto& input : final_analysis.inputs) float_inputs += input.dtype == "float32" ? 1 : 0;
+    const int64_t outputs = static_cast<int64_t>(final_analysis.outputs.size());
+    const int64_t q_in = final_analysis.quantization.edge_quantized_inputs;
+    const int64_t dq_out = final_analysis.quantization.edge_dequantized_outputs;
+    EdgeQuant requested = params_.edge_quant;
+    if (requested == EdgeQuant::kAuto) {  // what the model does: some edge quantized counts
+      requested = q_in > 0 ? (dq_out > 0 ? EdgeQuant::kBoth : EdgeQuant::kInput)
+                           : (dq_out > 0 ? EdgeQuant::kOutput : EdgeQuant::kNone);
+    }
+    const EdgeRow& row = edge_row(requested);
+    const bool checked = params_.edge_quant != EdgeQuant::kAuto;
+    const bool inputs_match = !checked || (row.inputs ? q_in == float_inputs : q_in == 0);
+    const bool outputs_match = !checked || (row.outputs ? dq_out == outputs : dq_out == 0);
+    current_.lines.push_back("edge quantization: " + std::string(checked ? "requested " : "auto, recorded as ") +
+                             row.name + "; the model quantizes " +
+                             std::to_string(q_in) + " of " + std::to_string(float_inputs) +
+                             " float inputs with a Q and produces " + std::to_string(dq_out) + " of " +
+                             std::to_string(outputs) + " outputs with a DQ" +
+                             (inputs_match && outputs_match ? "" : ": MISMATCH"));
+    if (!inputs_match || !outputs_match) {
+      log_warning(report_.final_model_path + ": --edge-quant " + row.name + " but the model " +
+                  (!inputs_match ? "quantizes " + std::to_string(q_in) + " of " + std::to_string(float_inputs) + " inputs"
+                                 : "dequantizes " + std::to_string(dq_out) + " of " + std::to_string(outputs) +
+                                       " outputs") +
+                  " at its edge; the host must " + (row.inputs ? "quantize" : "pass float to") +
+                  " the inputs and " + (row.outputs ? "dequantize" : "read float from") + " the outputs accordingly");
+    }
+    return {{"requested", row.name},          {"float_inputs", float_inputs}, {"quantized_inputs", q_in},
+            {"outputs", outputs},             {"dequantized_outputs", dq_out},
+            {"matches", inputs_match && outputs_match}};
+  }
+
+  // vitisai_config.json for NPU devices and the VitisAI provider: provider options (cache
+  // folder and key; the user's --ep-option values win), device, formats and edge quantization.
+  void write_provider_config(const QuantConfig& final_config, const nlohmann::ordered_json& edges,
+                             SessionOptions& options) {
+    if (!device_->requires_power_of_two && !is_vitisai(params_.session.provider)) return;
+    std::map<std::string, std::string> provider_options = {
+        {"cache_dir", fs::absolute(work_file("vitisai_cache")).string()},
+        {"cache_key", fs::path(report_.final_model_path).stem().string()},
+        {"log_level", "warning"}};
+    for (const auto& [key, value] : params_.session.provider_options) provider_options[key] = value;
+    std::vector<std::string> formats;
+    for (FormatId id : formats_used(final_config)) formats.emplace_back(format_traits(id).name);
+    const nlohmann::ordered_json config = {
+        {"provider", kVitisAi},
+        {"provider_options", provider_options},
+        {"device", {{"name", device_->name}, {"description", device_->description},
+                    {"power_of_two_scales", device_->requires_power_of_two}}},
+        {"model", fs::absolute(report_.final_model_path).string()},
+        {"formats", formats},
+        {"edge_quant", edges},
+    };
+    const std::string path = work_file("vitisai_config.json");
+    write_file_atomically(path, config.dump(2) + "\n");
+    report_.provider_config_path = path;
+    current_.lines.push_back("provider config: " + path + " (VitisAI, cache " + provider_options["cache_dir"] + ")");
+    if (is_vitisai(params_.session.provider)) options.provider_options = provider_options;
+  }
+
   void compile_phase(Workbench& bench, const QuantConfig& config) {
     begin("compile");
     SessionOptions options = params_.session;
     options.optimization = GraphOptimization::kAll;
+    const ModelAnalysis final_analysis = analyze_model(load_model(report_.final_model_path), report_.final_model_path);
+    const QuantConfig final_config = load_config(report_.final_config_path);
+    write_provider_config(final_config, edge_check(final_analysis), options);
     const auto t0 = Clock::now();
     const Session final_session = Session::from_file(report_.final_model_path, options);
     const double build_ms = 1000 * seconds_since(t0);
@@ -398,21 +481,15 @@ class Guide {
     current_.lines.push_back("session on " + params_.session.provider + " with every graph optimization: " +
                              fixed(build_ms, 1) + " ms; optimized graph " + saving.optimized_model_path);
     partition_lines(bench, load_model(saving.optimized_model_path));
-    const ModelAnalysis final_analysis = analyze_model(load_model(report_.final_model_path), report_.final_model_path);
     const Coverage& c = final_analysis.coverage;
     current_.lines.push_back("compute nodes: " + std::to_string(c.quantized) + " integer, " + std::to_string(c.bf16) +
                              " bf16, " + std::to_string(c.fp16) + " fp16, " + std::to_string(c.float32) +
                              " float32 of " + std::to_string(c.compute_nodes));
-    current_.lines.push_back("edge quantization: " + std::to_string(final_analysis.quantization.edge_quantized_inputs) +
-                             " model inputs quantized by a Q, " +
-                             std::to_string(final_analysis.quantization.edge_dequantized_outputs) +
-                             " outputs produced by a DQ");
     const IslandSummary& i = final_analysis.islands;
     current_.lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) +
                              " integer, " + std::to_string(i.bf16_islands) + " bf16, " +
                              std::to_string(i.fp16_islands) + " fp16, " + std::to_string(i.float_islands) +
                              " float");
-    const QuantConfig final_config = load_config(report_.final_config_path);
     current_.lines.push_back("expected compute time on " + std::string(device_->name) + ": " +
                              fixed(bench.time_vs_full_bf16(final_config, *device_)) + "x full BF16, " +
                              fixed(bench.time_vs_full_bf16(config, *device_)) + "x for the starting config (" +
@@ -436,6 +513,41 @@ class Guide {
                                ". BF16/FP16 layers run here as emulation (cast pairs), and int8 Q/DQ that the "
                                "provider does not fuse into integer kernels only add work; time it on the device's "
                                "own provider (--ep)");
+    }
+    // The references a mixed-precision deployment is judged against: full BF16, and the full
+    // INT8 starting config when the final model differs from it.
+    const auto time_config = [&](const QuantConfig& timed, const std::string& file) {
+      save_model(bench.build(timed), work_file(file));
+      return time_runs(Session::from_file(work_file(file), options), bench.sample(0), params_.latency_runs);
+    };
+    const LatencyStats bf16 = time_config(*preset_config("BF16"), "exec_full_bf16.onnx");
+    current_.lines.push_back("full BF16  min " + fixed(bf16.min_ms) + " ms, median " + fixed(bf16.median_ms) + " ms");
+    const auto integer_only = [](const QuantConfig& checked) {
+      const auto formats = formats_used(checked);
+      return !formats.empty() && std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_integer; });
+    };
+    const auto mixed = [](const QuantConfig& checked) {
+      const auto formats = formats_used(checked);
+      return std::ranges::any_of(formats, [](FormatId f) { return format_traits(f).is_integer; }) &&
+             std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_integer; });
+    };
+    if (integer_only(config)) {
+      const LatencyStats int8 = final_config == config ? final_latency : time_config(config, "exec_full_int8.onnx");
+      if (!(final_config == config)) {
+        current_.lines.push_back("full INT8  min " + fixed(int8.min_ms) + " ms, median " + fixed(int8.median_ms) + " ms");
+      }
+      if (int8.median_ms > bf16.median_ms) {
+        current_.lines.push_back("red flag: full INT8 (" + fixed(int8.median_ms) + " ms) is slower than full BF16 (" +
+                                 fixed(bf16.median_ms) + " ms) on " + params_.session.provider +
+                                 ": its Q/DQ are not fused into integer kernels here (see the compile phase's share)");
+      }
+    }
+    if (mixed(final_config) && final_latency.median_ms > bf16.median_ms) {
+      current_.lines.push_back("red flag: the mixed model (" + fixed(final_latency.median_ms) +
+                               " ms) is slower than full BF16 (" + fixed(bf16.median_ms) + " ms) on " +
+                               params_.session.provider +
+                               ": each INT8/BF16 boundary adds conversions; fewer, larger islands or full BF16 may be "
+                               "the better deployment");
     }
     end();
   }
@@ -547,6 +659,14 @@ std::optional<GuideMode> guide_mode_from_name(const std::string& name) {
 std::optional<GuideStage> guide_stage_from_name(const std::string& name) {
   for (const auto& row : kStages) {
     if (name == row.name) return row.stage;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(EdgeQuant edge) { return edge_row(edge).name; }
+std::optional<EdgeQuant> edge_quant_from_name(std::string_view name) {
+  for (const auto& row : kEdges) {
+    if (name == row.name) return row.edge;
   }
   return std::nullopt;
 }

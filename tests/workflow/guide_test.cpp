@@ -9,6 +9,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/guide.h"
+#include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "support/explore_models.h"
 #include "support/temp_dir.h"
@@ -69,6 +70,50 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   for (const auto& line : phase(r, "compile").lines) partition_line |= line.find("of MACs in integer kernels") != std::string::npos;
   EXPECT_TRUE(partition_line);
   EXPECT_EQ(r.outcome.rfind("PASS", 0), 0u) << r.outcome;
+
+  // ve2 is an NPU: the VitisAI provider config is written with what the model does at its edges.
+  ASSERT_EQ(r.provider_config_path, path("work/vitisai_config.json"));
+  const auto config = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"));
+  EXPECT_EQ(config["provider"], "VitisAIExecutionProvider");
+  EXPECT_EQ(config["device"]["name"], "ve2");
+  EXPECT_EQ(config["formats"], nlohmann::json::parse(R"(["xint8", "bf16"])"));
+  EXPECT_EQ(config["edge_quant"]["requested"], "input");  // auto: the input has a Q, the output no DQ
+  EXPECT_EQ(config["edge_quant"]["quantized_inputs"], 1);
+  EXPECT_EQ(config["edge_quant"]["dequantized_outputs"], 0);
+  EXPECT_EQ(config["provider_options"]["cache_key"], "final");
+  // exec times the references a mixed model is judged against.
+  const auto& exec = phase(r, "exec").lines;
+  EXPECT_TRUE(std::ranges::any_of(exec, [](const std::string& l) { return l.rfind("full BF16  min", 0) == 0; }));
+  EXPECT_TRUE(std::ranges::any_of(exec, [](const std::string& l) { return l.rfind("full INT8  min", 0) == 0; }));
+}
+
+TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
+  GuideParams p = params();
+  p.edge_quant = EdgeQuant::kBoth;  // the final model has no DQ at its output
+  WarningCollector warnings;
+  const GuideReport r = guide(p);
+  const auto& lines = phase(r, "compile").lines;
+  EXPECT_TRUE(std::ranges::any_of(lines, [](const std::string& l) {
+    return l.find("edge quantization: requested both") != std::string::npos && l.find("MISMATCH") != std::string::npos;
+  }));
+  EXPECT_TRUE(std::ranges::any_of(warnings.warnings(), [](const std::string& w) {
+    return w.find("--edge-quant both") != std::string::npos;
+  }));
+  const auto config = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"));
+  EXPECT_EQ(config["edge_quant"]["matches"], false);
+  p.edge_quant = EdgeQuant::kInput;
+  p.work_dir = path("work2");
+  const GuideReport ok = guide(p);
+  EXPECT_FALSE(std::ranges::any_of(phase(ok, "compile").lines, [](const std::string& l) {
+    return l.find("MISMATCH") != std::string::npos;
+  }));
+}
+
+TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
+  GuideParams p = params();
+  p.device = "cpu";
+  EXPECT_TRUE(guide(p).provider_config_path.empty());
+  EXPECT_FALSE(fs::exists(path("work/vitisai_config.json")));
 }
 
 TEST_F(GuideTest, WithoutExploreAMissIsReportedWithTheNextStep) {
@@ -163,6 +208,9 @@ TEST(GuideNames, ModesAndStages) {
   EXPECT_EQ(guide_mode_from_name("requantize"), GuideMode::kRequantize);
   EXPECT_EQ(guide_mode_from_name("fast"), std::nullopt);
   EXPECT_EQ(guide_stage_from_name("exec"), GuideStage::kExec);
+  EXPECT_EQ(edge_quant_from_name("output"), EdgeQuant::kOutput);
+  EXPECT_EQ(edge_quant_from_name("outputs"), std::nullopt);
+  EXPECT_STREQ(to_string(EdgeQuant::kAuto), "auto");
   EXPECT_STREQ(to_string(GuideStage::kCompile), "compile");
 }
 
