@@ -303,20 +303,22 @@ void warn_about_op_types(const Context& context) {
   for (const std::string& op_type : context.config.extra.op_types_to_quantize) {
     const selection::OpRule& rule = selection::op_rule("", op_type);
     if (rule.role != OpRole::kShapeIndex && rule.role != OpRole::kNormalization) continue;
-    // A scaling op (Div by a constant) is quantized where it scales: the warning is for
-    // models where some of its nodes normalize and so stay in float.
+    // A scaling op (Div by a constant) is quantized where it scales: listing it is worth a
+    // warning only when the model has such nodes and every one of them normalizes.
     if (rule.scaling_input >= 0) {
-      bool normalizes = false;
-      for (size_t index = 0; index < context.graph.node_count() && !normalizes; ++index) {
-        normalizes = context.node(index).op_type() == op_type && context.is_normalization(index);
+      bool scales = false, normalizes = false;
+      for (size_t index = 0; index < context.graph.node_count(); ++index) {
+        if (context.node(index).op_type() != op_type) continue;
+        (context.is_normalization(index) ? normalizes : scales) = true;
       }
-      if (!normalizes) continue;
+      if (scales || !normalizes) continue;
     }
     warn(context.label, "extra_options.OpTypesToQuantize lists " + op_type + ", but " + op_type + " nodes are " +
                             (rule.role == OpRole::kShapeIndex ? "shape/index ops" : "normalization arithmetic") +
                             " and are never quantized" +
                             (rule.scaling_input >= 0
-                                 ? " (unless input " + std::to_string(rule.scaling_input) + " is a constant)"
+                                 ? " (every " + op_type + " node of this model normalizes; one whose input " +
+                                       std::to_string(rule.scaling_input) + " is a constant would be)"
                                  : ""));
   }
 }
