@@ -91,7 +91,7 @@ struct RequantizeReport {
 RequantizeReport requantize(const RequantizeParams& params);
 
 // The shallow ladder (SPEC "Shallow ladder"): w8a8 first (XINT8 on devices that need
-// power-of-two scales, A8W8 otherwise); if it misses the task's criterion, w8a16 (A16W8); if
+// power-of-two scales, U8S8 otherwise); if it misses the task's criterion, w8a16 (A16W8); if
 // both miss, the float model stays and the report says what to try next. One calibration,
 // one FP32 reference, one evaluation per rung tried.
 struct LadderParams {

@@ -177,7 +177,7 @@ TEST_F(GuideTest, DryRunModeWritesItsTableAndRecommendation) {
 TEST_F(GuideTest, LadderStrategyKeepsTheFirstPassingRungAndCompilesIt) {
   GuideParams p = params();
   p.ladder = true;
-  p.device = "cpu";  // w8a8 is A8W8 there, and the device runs w8a16
+  p.device = "cpu";  // w8a8 is U8S8 there, and the device runs w8a16
   const GuideReport r = guide(p);
   EXPECT_EQ(names(r), (std::vector<std::string>{"analyze", "ladder", "compile"}));
   ASSERT_TRUE(r.ladder.has_value());

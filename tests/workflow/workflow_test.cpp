@@ -156,7 +156,7 @@ class LadderTest : public testing::TempDirTest {
 TEST_F(LadderTest, W8a8MissesAndW8a16IsChosen) {
   const LadderReport r = ladder(params("psnr>30"));
   ASSERT_EQ(r.rungs.size(), 2u);
-  EXPECT_EQ(r.rungs[0].preset, "A8W8");  // cpu: no power-of-two requirement
+  EXPECT_EQ(r.rungs[0].preset, "U8S8");  // cpu: its int8 preset, no power-of-two requirement
   EXPECT_FALSE(r.rungs[0].verdict.pass);
   EXPECT_TRUE(r.rungs[1].verdict.pass) << r.rungs[1].verdict.reason;
   EXPECT_EQ(r.chosen, "A16W8");
