@@ -21,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -340,21 +341,40 @@ class Bench {
     const std::string path = model_path(c);
     const std::string dir = (fs::temp_directory_path() / "mixprec_bench").string();
     fs::create_directories(dir);
-    // Figure 1's statistics when it ran; otherwise the workbench calibrates on the same pictures.
-    if (stats_.contains(c.name)) save_stats(stats_.at(c.name), dir + "/stats_" + c.name + ".json");
-    Workbench bench({.model_path = path,
-                     .stats_path = dir + "/stats_" + c.name + ".json",
-                     .calibration = pictures(c, "calib"),
-                     .evaluation = pictures(c, "eval")});
+    // One workbench per preparation the presets ask for (FoldConvAffine differs), as the product
+    // prepares. Figure 1's statistics serve the default preparation when it ran; otherwise each
+    // workbench calibrates on the same pictures (a file left by an earlier run may be of another
+    // build's prepared model, so it is removed).
+    std::map<bool, std::unique_ptr<Workbench>> benches;
+    const auto bench_for = [&](const QuantConfig& config) -> Workbench& {
+      const PrepareOptions prepare = prepare_options(config);
+      auto& slot = benches[prepare.fold_affine];
+      if (!slot) {
+        const std::string stats = dir + "/stats_" + c.name + (prepare.fold_affine ? "_folded" : "") + ".json";
+        if (stats_.contains(c.name) && !prepare.fold_affine) {
+          save_stats(stats_.at(c.name), stats);
+        } else {
+          fs::remove(stats);
+        }
+        slot = std::make_unique<Workbench>(WorkbenchOptions{.model_path = path,
+                                                            .stats_path = stats,
+                                                            .calibration = pictures(c, "calib"),
+                                                            .evaluation = pictures(c, "eval"),
+                                                            .prepare = prepare});
+      }
+      return *slot;
+    };
     const SessionOptions deploy{.optimization = GraphOptimization::kAll};
     const int runs = options_.full ? 50 : 20;
     const Session fp32 = Session::from_file(path, deploy);
+    const NamedTensors& sample = bench_for(*preset_config("XINT8")).sample(0);
     Json j = {{"runs", runs}, {"repeats", options_.repeats}};
     // U8S8 is the ONNX Runtime CPU preset and carries the target; XINT8 (NPU, power-of-two
     // int8) and A8W8 (int8 activations, which ONNX Runtime's x86 integer convolution does not
     // take) are informative, as is BF16 (cast-pair emulation).
     for (const char* preset : {"U8S8", "XINT8", "A8W8", "BF16"}) {
       const QuantConfig config = *preset_config(preset);
+      Workbench& bench = bench_for(config);
       const onnx::ModelProto model = bench.build(config);
       const std::string optimized_path = dir + "/" + c.name + "_" + preset + ".optimized.onnx";
       Session::from_model(model, path, {.optimization = GraphOptimization::kExtended, .optimized_model_path = optimized_path});
@@ -362,15 +382,15 @@ class Bench {
       const Evaluation accuracy = bench.evaluate(config);
       const Session quantized = Session::from_model(model, path, deploy);
       for (int i = 0; i < 3; ++i) {
-        fp32.run(bench.sample(0));
-        quantized.run(bench.sample(0));
+        fp32.run(sample);
+        quantized.run(sample);
       }
       std::vector<double> ratios, fp32_medians, quantized_medians;
       for (int r = 0; r < options_.repeats; ++r) {
         std::vector<double> a, b;
         for (int i = 0; i < runs; ++i) {
-          a.push_back(measure(1, [&] { fp32.run(bench.sample(0)); }).median);
-          b.push_back(measure(1, [&] { quantized.run(bench.sample(0)); }).median);
+          a.push_back(measure(1, [&] { fp32.run(sample); }).median);
+          b.push_back(measure(1, [&] { quantized.run(sample); }).median);
         }
         const double fp32_median = summarize(a).median, quantized_median = summarize(b).median;
         fp32_medians.push_back(fp32_median);

@@ -49,7 +49,8 @@ Command add_quantize(CLI::App& app) {
                       << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs
                       << " cast pairs, " << r.rewrite.quantized_weights << " weights/biases stored quantized\n"
                       << "prepared     " << r.prepare.constants_converted << " Constant nodes made initializers, "
-                      << r.prepare.folded_batchnorms << " BatchNormalization folded, " << r.prepare.named_nodes
+                      << r.prepare.folded_batchnorms << " BatchNormalization and " << r.prepare.folded_affines
+                      << " per-channel Mul/Add folded into Conv, " << r.prepare.named_nodes
                       << " nodes named\n"
                       << "opset        " << r.rewrite.opset_from << " -> " << r.rewrite.opset_to << "\n";
             if (r.calibrated) {

@@ -89,6 +89,11 @@ struct ExtraOptions {
   // and zero point so ORT runs them on the codes, and a quantized Div by a constant becomes
   // a Mul by its reciprocal (ORT has QLinearMul, no QLinearDiv). Off: inputs only.
   bool ort_cpu_fusion = false;
+  // FoldConvAffine: per-channel Mul/Div/Add/Sub by constants right after a Conv (how many
+  // exporters write a BatchNormalization) are folded into the Conv when preparing. Folding
+  // spreads each output channel's weight range apart, which per-channel weight scales absorb
+  // and a per-tensor scale does not, so the presets with per-channel weights turn it on.
+  bool fold_conv_affine = false;
   CalibMethod calib_method = CalibMethod::kMinMax;
   int64_t num_calib_samples = 100;        // must be >= 1
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();  // kept, warned about

@@ -23,19 +23,24 @@ namespace mixprec {
 using RankLookup = std::function<std::optional<int64_t>(const std::string&)>;
 
 // Turns the main graph's Constant nodes into initializers (exporters emit weights that way),
-// names every unnamed node and, when `fold_batchnorm` is set, folds BatchNormalization into
-// the Conv before it. Calibration, configs and rewrites all work on the prepared model, so
+// names every unnamed node, folds BatchNormalization into the Conv before it when
+// `fold_batchnorm` is set (ConvertBNToConv), and then the per-channel Mul/Div/Add/Sub by
+// constants that follow a Conv when `fold_affine` is set (FoldConvAffine). Calibration, configs and rewrites all work on the prepared model, so
 // tensor and node names agree between them.
 struct PrepareOptions {
   bool fold_batchnorm = true;
+  bool fold_affine = false;  // per-channel Mul/Div/Add/Sub by constants after a Conv
 };
 struct PrepareSummary {
   size_t constants_converted = 0;
   size_t named_nodes = 0;
   size_t folded_batchnorms = 0;
+  size_t folded_affines = 0;  // Mul/Div/Add/Sub ops folded into a Conv
 };
 onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptions& options, const std::string& label,
                                PrepareSummary* summary = nullptr);
+// The preparation a config asks for: ConvertBNToConv and FoldConvAffine.
+PrepareOptions prepare_options(const QuantConfig& config);
 
 struct QuantizeOptions {
   CalibMethod calib_method = CalibMethod::kMinMax;  // when a spec does not name one

@@ -74,6 +74,7 @@ std::optional<QuantConfig> preset_config(const std::string& name) {
   config.extra.int32_bias = !row->bias;
   config.extra.calib_method = row->calib_method;
   config.extra.ort_cpu_fusion = row->ort_cpu_fusion;
+  config.extra.fold_conv_affine = row->weight_per_channel;  // see ExtraOptions::fold_conv_affine
   if (row->ort_cpu_fusion) {
     config.extra.op_types_to_quantize = default_op_types_to_quantize();
     config.extra.op_types_to_quantize.insert(config.extra.op_types_to_quantize.end(), std::begin(kOrtCpuOpTypes),

@@ -97,7 +97,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const QuantConfig config = resolve_config(params);
   const onnx::ModelProto model = load_model(params.model_path);
   const onnx::ModelProto prepared =
-      prepare_model(model, {.fold_batchnorm = config.extra.convert_bn_to_conv}, params.model_path, &report.prepare);
+      prepare_model(model, prepare_options(config), params.model_path, &report.prepare);
   const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, params.model_path);
   count_precisions(assignment, report);
 

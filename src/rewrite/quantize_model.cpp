@@ -7,6 +7,7 @@
 #include "mixprec/config.h"
 #include "mixprec/rewrite.h"
 #include "rewrite/constants_to_initializers.h"
+#include "rewrite/fold_affine.h"
 #include "rewrite/fold_batchnorm.h"
 #include "rewrite/graph_edit.h"
 #include "rewrite/insert_qdq.h"
@@ -22,7 +23,12 @@ onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptio
   s.constants_converted = rewrite::constants_to_initializers(out);
   s.named_nodes = ensure_node_names(out);
   if (options.fold_batchnorm) s.folded_batchnorms = rewrite::fold_batchnorm(out, label);
+  if (options.fold_affine) s.folded_affines = rewrite::fold_affine(out, label);
   return out;
+}
+
+PrepareOptions prepare_options(const QuantConfig& config) {
+  return {.fold_batchnorm = config.extra.convert_bn_to_conv, .fold_affine = config.extra.fold_conv_affine};
 }
 
 QuantizeOptions quantize_options(const QuantConfig& config) {

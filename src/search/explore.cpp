@@ -112,7 +112,7 @@ class Explorer {
         .calibration = params_.calibration,
         .evaluation = params_.evaluation,
         .calibration_samples = static_cast<size_t>(base_.extra.num_calib_samples),
-        .fold_batchnorm = base_.extra.convert_bn_to_conv,
+        .prepare = prepare_options(base_),
         .tolerance = params_.tolerance,
         .target = params_.target,
         .session = params_.session,

@@ -22,7 +22,7 @@ Workbench::Workbench(const WorkbenchOptions& options) : options_(options) {
   const std::string& label = options_.model_path;
   const onnx::ModelProto model = load_model(label);
   task_ = analyze_model(model, label).task;
-  prepared_ = prepare_model(model, {.fold_batchnorm = options_.fold_batchnorm}, label);
+  prepared_ = prepare_model(model, options_.prepare, label);
   load_or_calibrate();
   cache_reference();
 }

@@ -17,6 +17,7 @@
 #include "mixprec/analysis.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
+#include "mixprec/rewrite.h"
 #include "mixprec/devices.h"
 #include "mixprec/macs.h"
 #include "mixprec/metrics.h"
@@ -31,7 +32,7 @@ struct WorkbenchOptions {
   DataSpec calibration;
   DataSpec evaluation;
   size_t calibration_samples = 0;  // 0: every calibration sample
-  bool fold_batchnorm = true;
+  PrepareOptions prepare;  // from the config the workbench serves (prepare_options)
   Tolerance tolerance;
   std::optional<AccuracyTarget> target;
   SessionOptions session;

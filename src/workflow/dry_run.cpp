@@ -78,7 +78,7 @@ DryRunReport dry_run(const DryRunParams& params) {
                            .calibration = params.calibration,
                            .evaluation = params.evaluation,
                            .calibration_samples = static_cast<size_t>(xint8->extra.num_calib_samples),
-                           .fold_batchnorm = true,
+                           .prepare = prepare_options(*xint8),  // the rows share one preparation
                            .tolerance = params.tolerance,
                            .target = params.target,
                            .session = params.session,

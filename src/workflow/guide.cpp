@@ -157,7 +157,7 @@ class Guide {
                      .calibration = params_.calibration,
                      .evaluation = params_.evaluation,
                      .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
-                     .fold_batchnorm = config.extra.convert_bn_to_conv,
+                     .prepare = prepare_options(config),
                      .tolerance = params_.tolerance,
                      .target = params_.target,
                      .session = accuracy_session(),

@@ -33,11 +33,14 @@ LadderReport ladder(const LadderParams& params) {
   LadderReport report;
   report.device = device.name;
   fs::create_directories(params.work_dir);
+  // The rungs share one preparation and calibration: the first rung's.
+  const QuantConfig first = *preset_config(device.requires_power_of_two ? kRungs[0].power_of_two_preset : kRungs[0].preset);
   Workbench bench({.model_path = params.model_path,
                    .stats_path = (fs::path(params.work_dir) / "stats.json").string(),
                    .calibration = params.calibration,
                    .evaluation = params.evaluation,
-                   .calibration_samples = static_cast<size_t>(preset_config("A8W8")->extra.num_calib_samples),
+                   .calibration_samples = static_cast<size_t>(first.extra.num_calib_samples),
+                   .prepare = prepare_options(first),
                    .tolerance = params.tolerance,
                    .target = params.target,
                    .progress = params.progress});

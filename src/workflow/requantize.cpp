@@ -51,7 +51,7 @@ RequantizeReport requantize(const RequantizeParams& params) {
                    .calibration = params.calibration,
                    .evaluation = params.evaluation,
                    .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
-                   .fold_batchnorm = config.extra.convert_bn_to_conv,
+                   .prepare = prepare_options(config),
                    .tolerance = params.tolerance,
                    .target = params.target,
                    .session = params.session,
