@@ -31,7 +31,11 @@
 //     pair on its output with the same scale and zero point: ONNX Runtime then drops both
 //     and runs the op on the 8-bit codes;
 //   - a quantized Div by a constant becomes Mul by its reciprocal (QLinearMul exists, no
-//     QLinearDiv); the tensor names stay, so calibration statistics still apply.
+//     QLinearDiv); the tensor names stay, so calibration statistics still apply;
+//   - a quantized Mul by a positive scalar constant c (hard-swish's "/ 6") is absorbed into the
+//     scale of its input's codes: DequantizeLinear(x_q, s * c, z) is exactly
+//     DequantizeLinear(x_q, s, z) * c, so the Mul, its requantization and the integer kernel
+//     ONNX Runtime would run for it all go, and the result is exact rather than requantized.
 #include "rewrite/insert_qdq.h"
 
 #include <algorithm>
@@ -131,12 +135,28 @@ class Inserter {
       }
     }
     for (auto& init : new_initializers_) *graph_.add_initializer() = std::move(init);
+    remove_unread_dequantize();
     remove_unused(graph_);
   }
 
   int64_t required_opset() const { return required_opset_; }
 
  private:
+  // A pair whose DequantizeLinear lost its only reader to an absorbed Mul keeps its Q (the
+  // codes), not the DQ.
+  void remove_unread_dequantize() {
+    std::unordered_set<std::string> read(graph_outputs_.begin(), graph_outputs_.end());
+    for (const auto& node : graph_.node()) read.insert(node.input().begin(), node.input().end());
+    auto* nodes = graph_.mutable_node();
+    for (int i = nodes->size() - 1; i >= 0; --i) {
+      const onnx::NodeProto& node = nodes->Get(i);
+      if (node.op_type() == "DequantizeLinear" && absorbed_inputs_.contains(node.output(0)) && !read.contains(node.output(0))) {
+        nodes->DeleteSubrange(i, 1);
+        --summary_.qdq_pairs;
+      }
+    }
+  }
+
   void need_opset(int64_t opset) { required_opset_ = std::max(required_opset_, opset); }
 
   // The node's layer config; nullptr when the assignment keeps it in float.
@@ -238,9 +258,45 @@ class Inserter {
                                 "' (statistics of another model, or of the model before preparation?)");
   }
 
+  // OrtCpuFusion: a Mul of a quantized activation by a positive finite scalar constant becomes
+  // a DequantizeLinear of the activation's codes at the scaled scale (see the header comment).
+  // False (nothing emitted) when the node does not qualify.
+  bool absorb_scale(const onnx::NodeProto& node, const LayerConfig& config) {
+    if (!is_one_of(node, std::array<std::string_view, 1>{"Mul"}) || node.input_size() != 2 || node.output_size() != 1) {
+      return false;
+    }
+    if (config.output_tensors || !config.input_tensors) return false;
+    const int constant = is_float_initializer(node, 1) ? 1 : is_float_initializer(node, 0) ? 0 : -1;
+    if (constant < 0 || is_float_initializer(node, 1 - constant)) return false;
+    const Tensor c = tensor_from_proto(initializers_.at(node.input(constant)), label_);
+    if (c.numel() != 1) return false;
+    const float factor = c.to_floats()[0];
+    if (!(factor > 0.0f) || !std::isfinite(factor)) return false;
+    const std::string& x = node.input(1 - constant);
+    if (!is_float_tensor(x)) return false;
+    const auto shared = quantized_outputs_.find(x);
+    const bool reuse = shared != quantized_outputs_.end() && shared->second.format == config.input_tensors->format;
+    const ResolvedSpec spec = reuse ? shared->second : resolve_activation(x, *config.input_tensors);
+    if (!spec.is_integer() || spec.params.scale.size() != 1) return false;
+    const std::string dq = reuse ? x : activation_pair(x, spec);
+    const auto codes = codes_of_.find(dq);
+    if (codes == codes_of_.end()) return false;
+    absorbed_inputs_.insert(dq);
+    ResolvedSpec scaled = spec;
+    scaled.params.scale[0] *= factor;
+    const auto [scale, zero_point] = add_params(node.output(0), spec.format, scaled.params);
+    *graph_.add_node() = make_node("DequantizeLinear", {codes->second, scale, zero_point}, {node.output(0)},
+                                   names_.fresh(node.name() + "_absorbed_DequantizeLinear"));
+    codes_of_.emplace(node.output(0), codes->second);
+    quantized_outputs_.emplace(node.output(0), scaled);
+    ++summary_.quantized_nodes;
+    return true;
+  }
+
   void rewrite_node(onnx::NodeProto node, const LayerConfig& config) {
     const bool fuse = options_.ort_cpu_fusion && integer_config(node) != nullptr;
     if (fuse) divide_by_multiplying(node);
+    if (fuse && absorb_scale(node, config)) return;
     const selection::OpRule& rule = selection::op_rule(node.domain(), node.op_type());
     const int weight_index = is_float_initializer(node, rule.weight_input) ? rule.weight_input : -1;
     const int bias_index = is_float_initializer(node, rule.bias_input) ? rule.bias_input : -1;
@@ -349,6 +405,7 @@ class Inserter {
     }
     const auto [scale, zero_point] = add_params(in, spec.format, spec.params);
     const std::string q = names_.fresh(in + "_q");
+    codes_of_.emplace(out, q);
     nodes->push_back(make_node("QuantizeLinear", {in, scale, zero_point}, {q}, names_.fresh(in + "_QuantizeLinear")));
     nodes->push_back(
         make_node("DequantizeLinear", {q, scale, zero_point}, {out}, names_.fresh(in + "_DequantizeLinear")));
@@ -500,6 +557,8 @@ class Inserter {
   std::unordered_set<std::string> graph_outputs_;
   std::unordered_map<std::string, ResolvedSpec> quantized_outputs_;  // tensor -> the pair it went through
   std::unordered_map<std::string, TensorQuantSpec> group_closers_;   // Relu/Clip node -> spec of its Q
+  std::unordered_map<std::string, std::string> codes_of_;  // a pair's DQ output -> its Q output (the codes)
+  std::unordered_set<std::string> absorbed_inputs_;        // DQ outputs an absorbed Mul read (see absorb_scale)
   std::vector<onnx::TensorProto> new_initializers_;
   int64_t required_opset_ = 0;
 };

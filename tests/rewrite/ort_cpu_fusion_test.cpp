@@ -5,8 +5,9 @@
 //     -> MaxPool 2x2 -> Conv c3 -> y
 //
 // Expected: the Q after c1 goes after the Relu (ORT drops the Relu), the Q after the Add goes
-// after the Clip (dropped too), the Div becomes a Mul by 1/6, MaxPool keeps its input's scale and
-// zero point (ORT runs it on the codes) and c3, a graph output, still gets its Q.
+// after the Clip (dropped too), the Div becomes a Mul by 1/6 that is absorbed into the scale of
+// the Mul's codes (no node left for it), MaxPool keeps its input's scale and zero point (ORT runs
+// it on the codes) and c3, a graph output, still gets its Q.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,15 +130,20 @@ TEST_F(OrtCpuFusionTest, QdqIsPlacedWhereOnnxRuntimeFusesIt) {
   EXPECT_EQ(producer_of(q, clip.input(0))->name(), "hs/add");
   EXPECT_EQ(only_reader(clip), "QuantizeLinear");
   // The other quantized nodes end in their own Q.
-  for (const char* name : {"c2", "hs/add", "hs/mul", "hs/div", "c3"}) {
+  for (const char* name : {"c2", "hs/add", "hs/mul", "c3"}) {
     EXPECT_EQ(only_reader(node_named(q, name)), name == std::string("hs/add") ? "Clip" : "QuantizeLinear") << name;
   }
-  // The Div became a Mul by 1/6.
-  const onnx::NodeProto& divide = node_named(q, "hs/div");
-  EXPECT_EQ(divide.op_type(), "Mul");
-  const onnx::NodeProto* reciprocal = producer_of(q, producer_of(q, divide.input(1))->input(0));
-  ASSERT_EQ(reciprocal->op_type(), "QuantizeLinear");
-  EXPECT_FLOAT_EQ(scalar_initializer(q, reciprocal->input(0)), 1.0f / 6.0f);
+  // The Div (a Mul by 1/6) is gone: "hs" is the Mul's codes read back at 1/6 of their scale,
+  // with the same zero point.
+  EXPECT_THROW(node_named(q, "hs/div"), std::runtime_error);
+  const onnx::NodeProto* absorbed = producer_of(q, "hs");
+  ASSERT_EQ(absorbed->op_type(), "DequantizeLinear");
+  const onnx::NodeProto* codes = producer_of(q, absorbed->input(0));
+  ASSERT_EQ(codes->op_type(), "QuantizeLinear");
+  EXPECT_EQ(producer_of(q, codes->input(0))->name(), "hs/mul");
+  EXPECT_FLOAT_EQ(scalar_initializer(q, absorbed->input(1)), scalar_initializer(q, codes->input(1)) / 6.0f);
+  EXPECT_EQ(scalar_initializer(q, absorbed->input(2)), scalar_initializer(q, codes->input(2)));
+  EXPECT_EQ(consumers_of(q, codes->output(0)).size(), 1u);  // the pair's own DQ went unread and was dropped
   // MaxPool: the DQ before it and the Q after it share scale and zero point.
   const onnx::NodeProto& pool = node_named(q, "pool");
   const onnx::NodeProto* dq_in = producer_of(q, pool.input(0));
@@ -164,7 +170,7 @@ TEST_F(OrtCpuFusionTest, EveryMacRunsInIntegerKernelsAndOnlyTheEdgesConvert) {
   for (const auto& node : opt.graph().node()) ++ops[node.op_type()];
   for (const char* gone : {"Relu", "Clip", "Div", "Mul", "Add", "Conv"}) EXPECT_EQ(ops.count(gone), 0u) << gone;
   EXPECT_EQ(ops["QLinearAdd"], 1);
-  EXPECT_EQ(ops["QLinearMul"], 2);  // x * clip and the former Div
+  EXPECT_EQ(ops["QLinearMul"], 1);  // x * clip; the former Div is absorbed into a scale
   EXPECT_EQ(ops["MaxPool"], 1);     // on uint8 codes
 }
 
