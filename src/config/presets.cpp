@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/text.h"
 #include "mixprec/config.h"
 
 namespace mixprec {
@@ -55,16 +56,11 @@ constexpr PresetRow kPresets[] = {
 };
 // clang-format on
 
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return std::ranges::equal(a, b, [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
 
 }  // namespace
 
 std::optional<QuantConfig> preset_config(const std::string& name) {
-  const auto row = std::ranges::find_if(kPresets, [&](const PresetRow& r) { return equal_ignoring_case(r.name, name); });
+  const auto row = std::ranges::find_if(kPresets, [&](const PresetRow& r) { return text::equal_ignoring_case(r.name, name); });
   if (row == std::end(kPresets)) return std::nullopt;
   QuantConfig config;
   config.global.input_tensors = TensorQuantSpec{.format = row->activations};

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <iterator>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 
 namespace mixprec {
@@ -53,14 +54,6 @@ std::string format_list(const DeviceProfile& device) {
   return list;
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string joined;
-  for (const std::string& item : items) {
-    if (!joined.empty()) joined += ", ";
-    joined += item;
-  }
-  return joined;
-}
 
 }  // namespace
 
@@ -75,7 +68,7 @@ const DeviceProfile* find_device(const std::string& name) {
 
 const DeviceProfile& device_profile(const std::string& name) {
   if (const DeviceProfile* device = find_device(name)) return *device;
-  throw_bad_input("", "unknown device '" + name + "' (known devices: " + join(device_names()) + ")");
+  throw_bad_input("", "unknown device '" + name + "' (known devices: " + text::join(device_names()) + ")");
 }
 
 std::vector<std::string> device_names() {
@@ -99,7 +92,7 @@ std::optional<std::string> device_rejects(const DeviceProfile& device, std::span
     if (used && !device_allows(device, traits.id)) rejected.push_back(upper_name(traits.id));
   }
   if (rejected.empty()) return std::nullopt;
-  return join(rejected) + (rejected.size() == 1 ? " is" : " are") + " not available on " + device.name +
+  return text::join(rejected) + (rejected.size() == 1 ? " is" : " are") + " not available on " + device.name +
          " (formats: " + format_list(device) + ")";
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "common/text.h"
 #include "metrics/decimal_text.h"
 #include "metrics/metric_text.h"
 #include "mixprec/error.h"
@@ -69,11 +70,6 @@ const OpTraits& op_traits(Op op) { return kOps[static_cast<size_t>(op)]; }
 // Percent-valued metrics are written and shown as percent of their fraction.
 int unit_shift(const MetricTraits& traits) { return traits.unit == kPercent ? kPercentShift : 0; }
 
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
 
 std::string_view trim(std::string_view text) {
   const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
@@ -131,7 +127,7 @@ AccuracyTarget parse_target(const std::string& expr) {
 
   const std::string_view name = take_while(rest, [](unsigned char c) { return std::isalnum(c) || c == '_'; });
   const auto metric = std::find_if(std::begin(kMetrics), std::end(kMetrics),
-                                   [&](const MetricTraits& traits) { return equals_ignoring_case(traits.name, name); });
+                                   [&](const MetricTraits& traits) { return text::equal_ignoring_case(traits.name, name); });
   if (metric == std::end(kMetrics)) {
     throw_malformed(expr, name.empty() ? "it does not start with a metric" : "unknown metric '" + std::string(name) + "'");
   }
@@ -152,7 +148,7 @@ AccuracyTarget parse_target(const std::string& expr) {
   const std::string_view number = rest.substr(0, static_cast<size_t>(end - rest.data()));
   rest = trim(rest.substr(number.size()));
   const bool has_unit = !rest.empty();
-  if (has_unit && (*metric->unit == '\0' || !equals_ignoring_case(rest, metric->unit))) {
+  if (has_unit && (*metric->unit == '\0' || !text::equal_ignoring_case(rest, metric->unit))) {
     const std::string allowed = *metric->unit == '\0' ? "no unit" : "only '" + std::string(metric->unit) + "'";
     throw_malformed(expr, "unexpected '" + std::string(rest) + "' after the value (" + metric->name + " takes " +
                               allowed + ")");

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
 #include "metrics/metric_text.h"
 #include "mixprec/metrics.h"
 
@@ -47,11 +48,6 @@ const TaskCriteria& task_criteria(TaskType task) {
   return *row;
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
 
 std::string output_label(const OutputMetrics& output) { return "output '" + output.name + "'"; }
 
@@ -92,7 +88,7 @@ Verdict judge(TaskType task, const std::vector<OutputMetrics>& outputs, const st
   for (const AccuracyTarget& t : targets) texts.push_back(t.text);
 
   Verdict verdict;
-  verdict.criterion = join(texts, " and ") + " on every output (" +
+  verdict.criterion = text::join(texts, " and ") + " on every output (" +
                       (target ? std::string("target") : std::string(task_criteria(task).meaning)) + ")";
   if (outputs.empty()) {
     verdict.reason = "no outputs were compared";
@@ -117,7 +113,7 @@ Verdict judge(TaskType task, const std::vector<OutputMetrics>& outputs, const st
   }
   verdict.pass = failures.empty();
   if (!verdict.pass) {
-    verdict.reason = join(failures, "; ");
+    verdict.reason = text::join(failures, "; ");
     return verdict;
   }
 
@@ -131,7 +127,7 @@ Verdict judge(TaskType task, const std::vector<OutputMetrics>& outputs, const st
     const OutputMetrics& worst = *std::min_element(outputs.begin(), outputs.end(), worse);
     closest.push_back(describe(worst, t, value(worst)));
   }
-  verdict.reason = join(closest, "; ");
+  verdict.reason = text::join(closest, "; ");
   return verdict;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "common/text.h"
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
 #include "mixprec/json_schema.h"
@@ -110,17 +111,7 @@ constexpr AlgorithmTraits kAlgorithms[] = {
 constexpr int64_t kEvaluationSamples = 100;  // SPEC: evaluate on >= 100 samples by default
 constexpr uint64_t kTwoGigabytes = uint64_t{2} << 30;
 
-std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
 
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return std::ranges::equal(a, b, [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-  });
-}
 
 std::string method_name(CalibMethod method) { return calib_method_traits(method).name; }
 
@@ -235,9 +226,9 @@ class Planner {
     decide("backend", std::string("ONNX Runtime ") + plan_.backend,
            std::string("--target ") + row.name + (row.npu ? " on device " + plan_.device : "") +
                (present ? "; in the loaded ONNX Runtime " + runtime_version()
-                        : "; not in the loaded ONNX Runtime " + runtime_version() + " (it has " + join(available) + ")"));
+                        : "; not in the loaded ONNX Runtime " + runtime_version() + " (it has " + text::join(available) + ")"));
     if (!present) {
-      risk("medium", plan_.backend + " is not in the loaded ONNX Runtime (" + join(available) +
+      risk("medium", plan_.backend + " is not in the loaded ONNX Runtime (" + text::join(available) +
                          "): accuracy is measured on CPU emulation; compile and exec need an ONNX Runtime build with it "
                          "(MIXPREC_ORT_LIB)");
     }
@@ -277,9 +268,9 @@ class Planner {
     plan_.preset = choice.preset;
     if (!params_.preset.empty()) {
       const std::vector<std::string> names = preset_names();
-      const auto known = std::ranges::find_if(names, [&](const std::string& n) { return equal_ignoring_case(n, params_.preset); });
+      const auto known = std::ranges::find_if(names, [&](const std::string& n) { return text::equal_ignoring_case(n, params_.preset); });
       if (known == names.end()) {
-        throw_bad_input(params_.model_path, "unknown --preset '" + params_.preset + "' (known: " + join(names) + ")");
+        throw_bad_input(params_.model_path, "unknown --preset '" + params_.preset + "' (known: " + text::join(names) + ")");
       }
       plan_.preset = *known;
       reason = "--preset " + *known + (*known == choice.preset ? "; also the plan's choice: " + reason
@@ -318,7 +309,7 @@ class Planner {
   static std::string format_list(const std::vector<FormatId>& formats) {
     std::vector<std::string> names;
     for (FormatId f : formats) names.emplace_back(format_traits(f).name);
-    return join(names);
+    return text::join(names);
   }
 
   void decide_calibration() {
@@ -364,7 +355,7 @@ class Planner {
     std::vector<std::string> inputs;
     for (const auto& input : analysis_.inputs) inputs.push_back(input.name + " " + dims_to_string(input.shape));
     decide("calibration data",
-           inputs.size() > 1 ? ".npz per sample with keys " + join(inputs) : "images, .npy or .npz for " + join(inputs),
+           inputs.size() > 1 ? ".npz per sample with keys " + text::join(inputs) : "images, .npy or .npz for " + text::join(inputs),
            inputs.size() > 1 ? "a multi-input model: every input needs real data, none is left to random values"
                              : "real samples from the deployment distribution; random data gives poor ranges");
   }
@@ -389,7 +380,7 @@ class Planner {
       if (row == std::end(kAlgorithms)) {
         std::vector<std::string> names;
         for (const auto& a : kAlgorithms) names.emplace_back(a.name);
-        throw_bad_input(params_.model_path, "unknown --algorithm '" + requested + "' (known: " + join(names) + ")");
+        throw_bad_input(params_.model_path, "unknown --algorithm '" + requested + "' (known: " + text::join(names) + ")");
       }
       if (std::ranges::find(plan_.algorithms, requested) != plan_.algorithms.end()) continue;
       plan_.algorithms.push_back(requested);
@@ -406,11 +397,11 @@ class Planner {
                        "GELU break that and the rescaling can hurt accuracy");
     }
     if (plan_.algorithms.size() >= 3) {
-      risk("medium", std::to_string(plan_.algorithms.size()) + " algorithms (" + join(plan_.algorithms) +
+      risk("medium", std::to_string(plan_.algorithms.size()) + " algorithms (" + text::join(plan_.algorithms) +
                          "): their effects interact and are hard to attribute; add them one at a time and measure each");
     }
-    decide("algorithms", plan_.algorithms.empty() ? "none" : join(plan_.algorithms),
-           reasons.empty() ? "nothing to fold, nothing requested" : join(reasons, "; "));
+    decide("algorithms", plan_.algorithms.empty() ? "none" : text::join(plan_.algorithms),
+           reasons.empty() ? "nothing to fold, nothing requested" : text::join(reasons, "; "));
   }
 
   void decide_lists() {
@@ -422,7 +413,7 @@ class Planner {
     for (const std::string& op : quantizable) {
       if (present.contains(op)) plan_.include_op_types.push_back(op);
     }
-    decide("include", plan_.include_op_types.empty() ? "none" : join(plan_.include_op_types),
+    decide("include", plan_.include_op_types.empty() ? "none" : text::join(plan_.include_op_types),
            "the op types " + plan_.preset + " quantizes that the model contains (normalization arithmetic and "
            "shape/index ops are never quantized)");
     const std::vector<std::string>& attention = analysis_.architecture.attention_matmuls;
@@ -435,7 +426,7 @@ class Planner {
     } else if (keep_attention) {
       plan_.exclude_node_names = attention;
     }
-    decide("exclude", plan_.exclude_node_names.empty() ? "none" : join(plan_.exclude_node_names),
+    decide("exclude", plan_.exclude_node_names.empty() ? "none" : text::join(plan_.exclude_node_names),
            !plan_.exclude_node_names.empty()
                ? "the attention blocks' activation-by-activation MatMuls (Q.K^T, P.V) stay float: both operands are "
                  "activations with outliers, the usual int8 accuracy loss"
@@ -445,7 +436,7 @@ class Planner {
                                      : "the goal is " + std::string(to_string(params_.goal)) +
                                            ": the attention MatMuls are quantized too; explore if accuracy misses");
     if (!plan_.higher_precision_nodes.empty()) {
-      decide("higher precision", "BF16: " + join(plan_.higher_precision_nodes),
+      decide("higher precision", "BF16: " + text::join(plan_.higher_precision_nodes),
              "the attention blocks' activation-by-activation MatMuls run in BF16, which " + plan_.device +
                  " runs natively; exploration may lift more");
     }
@@ -466,7 +457,7 @@ class Planner {
     }
     for (const AccuracyTarget& target : default_targets(plan_.task)) plan_.evaluation_criteria.push_back(target.text);
     plan_.evaluation_samples = kEvaluationSamples;
-    decide("evaluation", plan_.evaluation_metric + ": " + join(plan_.evaluation_criteria, " and ") + " on every output, " +
+    decide("evaluation", plan_.evaluation_metric + ": " + text::join(plan_.evaluation_criteria, " and ") + " on every output, " +
                              std::to_string(plan_.evaluation_samples) + " samples",
            std::string("task ") + to_string(plan_.task) + "; then explore mixed precision if the preset misses");
     if (plan_.task == TaskType::kUnknown) {
@@ -506,13 +497,13 @@ const char* to_string(PlanGoal goal) {
 
 std::optional<PlanTarget> plan_target_from_name(std::string_view name) {
   for (const TargetRow& row : kTargets) {
-    if (equal_ignoring_case(row.name, name)) return row.target;
+    if (text::equal_ignoring_case(row.name, name)) return row.target;
   }
   return std::nullopt;
 }
 std::optional<PlanGoal> plan_goal_from_name(std::string_view name) {
   for (const GoalRow& row : kGoals) {
-    if (equal_ignoring_case(row.name, name)) return row.goal;
+    if (text::equal_ignoring_case(row.name, name)) return row.goal;
   }
   return std::nullopt;
 }

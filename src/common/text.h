@@ -1,0 +1,17 @@
+// Small text helpers the stages share (internal to the library).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mixprec::text {
+
+// The items with `separator` between them ("a, b, c" by default); no separator is written
+// while the text so far is empty.
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+
+// ASCII case-insensitive equality ("xint8" == "XINT8").
+bool equal_ignoring_case(std::string_view a, std::string_view b);
+
+}  // namespace mixprec::text
