@@ -48,6 +48,8 @@ struct FormatTraits {
 };
 
 const FormatTraits& format_traits(FormatId id);
+// The formats' names, comma separated, in the given order ("xint8, bf16").
+std::string format_names(std::span<const FormatId> formats);
 std::span<const FormatTraits> all_formats();
 // By spec name ("Int8Spec") or short name ("int8"), case-sensitive. nullopt when unknown.
 // fp32 is "Float32Spec": Quark has no such spec; it names "leave this tensor in float".

@@ -45,14 +45,6 @@ std::string upper_name(FormatId format) {
   return name;
 }
 
-std::string format_list(const DeviceProfile& device) {
-  std::string list;
-  for (FormatId format : device.formats) {
-    if (!list.empty()) list += ", ";
-    list += format_traits(format).name;
-  }
-  return list;
-}
 
 
 }  // namespace
@@ -93,7 +85,7 @@ std::optional<std::string> device_rejects(const DeviceProfile& device, std::span
   }
   if (rejected.empty()) return std::nullopt;
   return text::join(rejected) + (rejected.size() == 1 ? " is" : " are") + " not available on " + device.name +
-         " (formats: " + format_list(device) + ")";
+         " (formats: " + format_names(device.formats) + ")";
 }
 
 bool device_needs_power_of_two(const DeviceProfile& device, FormatId format) {

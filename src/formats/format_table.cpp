@@ -3,6 +3,8 @@
 
 #include "mixprec/formats.h"
 
+#include "common/text.h"
+
 namespace mixprec {
 namespace {
 
@@ -32,6 +34,12 @@ static_assert(table_is_indexed_by_format_id(), "kFormatTable rows must follow th
 }  // namespace
 
 const FormatTraits& format_traits(FormatId id) { return kFormatTable[static_cast<size_t>(id)]; }
+
+std::string format_names(std::span<const FormatId> formats) {
+  std::vector<std::string> names;
+  for (FormatId id : formats) names.emplace_back(format_traits(id).name);
+  return text::join(names);
+}
 std::span<const FormatTraits> all_formats() { return kFormatTable; }
 
 std::optional<FormatId> format_from_name(std::string_view name) {

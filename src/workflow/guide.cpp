@@ -183,7 +183,7 @@ class Guide {
     save_model(*quantized.model, report_.final_model_path);
     save_config(chosen, report_.final_config_path);
     const auto formats = bench.node_formats(chosen, *device_);
-    current_.lines.push_back(std::to_string(formats.size()) + " layers in " + format_names(chosen) + ", " +
+    current_.lines.push_back(std::to_string(formats.size()) + " layers in " + format_names(formats_used(chosen)) + ", " +
                              std::to_string(bench.integer_layers(chosen).size()) + " of them integer");
     current_.lines.push_back("wrote " + report_.final_model_path + " and " + report_.final_config_path);
     end();
@@ -324,15 +324,9 @@ class Guide {
     if (const auto why = device_rejects(*device_, formats_used(config))) {
       throw_bad_input(params_.config_path.empty() ? params_.model_path : params_.config_path, *why);
     }
-    current_.lines.push_back("formats: " + format_names(config));
+    current_.lines.push_back("formats: " + format_names(formats_used(config)));
     end();
     return config;
-  }
-
-  static std::string format_names(const QuantConfig& config) {
-    std::string names;
-    for (FormatId id : formats_used(config)) names += (names.empty() ? "" : ", ") + std::string(format_traits(id).name);
-    return names;
   }
 
   // Accuracy is always measured on CPU (exact emulation); the chosen provider serves compile/exec.

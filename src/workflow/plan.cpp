@@ -284,7 +284,7 @@ class Planner {
           std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_integer; });
       if (!pow2_int8) {
         gate("--preset " + plan_.preset, "npu_cnn runs int8 with power-of-two scales only (formats of " + plan_.preset +
-                                             ": " + format_list(formats) + ")",
+                                             ": " + format_names(formats) + ")",
              "XINT8");
       }
     }
@@ -303,13 +303,7 @@ class Planner {
         std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_integer && f != FormatId::kFloat32; })) {
       risk("medium", plan_.preset + " on ONNX Runtime CPU runs as cast emulation around float kernels: slower than FP32");
     }
-    decide("preset", plan_.preset + " (" + format_list(formats) + ")", reason);
-  }
-
-  static std::string format_list(const std::vector<FormatId>& formats) {
-    std::vector<std::string> names;
-    for (FormatId f : formats) names.emplace_back(format_traits(f).name);
-    return text::join(names);
+    decide("preset", plan_.preset + " (" + format_names(formats) + ")", reason);
   }
 
   void decide_calibration() {
