@@ -57,45 +57,48 @@ struct ChoiceRow {
   const char* preset;
   CalibMethod method;
   const char* why_preset;
-  const char* why_method;
 };
+
+// Why a calibration method, whichever row picked it.
+const char* why_method(CalibMethod method) {
+  switch (method) {
+    case CalibMethod::kMinMax: return "MinMax keeps every calibration value in range";
+    case CalibMethod::kPercentile: return "Percentile 99.999 clips the rare outliers that would stretch an activation's range";
+    case CalibMethod::kEntropy:
+      return "Entropy (KL) is the GPU int8 calibrators' usual choice: it trades clipping against resolution";
+    case CalibMethod::kMinMse: return "MinMSE picks the range with the smallest quantization error";
+    case CalibMethod::kPowerOfTwoNonOverflow: return "PowerOfTwo_NonOverflow rounds the MinMax scale up to 2^k";
+    case CalibMethod::kPowerOfTwoMinMse: return "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error";
+  }
+  return "";
+}
 using enum CalibMethod;
 // clang-format off
 constexpr ChoiceRow kChoices[] = {
   {kCpu, kAccuracy, "U8S8", kPercentile,
-   "uint8 activations x per-channel int8 weights, placed so ONNX Runtime's CPU provider fuses every quantized op into integer kernels (OrtCpuFusion)",
-   "Percentile 99.999 clips the rare outliers that would stretch an activation's range"},
+   "uint8 activations x per-channel int8 weights, placed so ONNX Runtime's CPU provider fuses every quantized op into integer kernels (OrtCpuFusion)"},
   {kCpu, kSize, "U8S8", kMinMax,
-   "int8 weights are 4x smaller than float32; per-channel scales keep that at little accuracy cost",
-   "MinMax keeps every calibration value in range; size, not the last tenth of a dB, is the goal"},
+   "int8 weights are 4x smaller than float32; per-channel scales keep that at little accuracy cost"},
   {kCpu, kSpeed, "U8S8", kMinMax,
-   "u8 x s8 is ONNX Runtime's fastest CPU int8 path, and OrtCpuFusion lets it fuse every quantized op",
-   "MinMax keeps every calibration value in range"},
+   "u8 x s8 is ONNX Runtime's fastest CPU int8 path, and OrtCpuFusion lets it fuse every quantized op"},
   {kCuda, kAccuracy, "A8W8", kEntropy,
-   "symmetric int8 activations and per-channel int8 weights: the scheme GPU int8 kernels (TensorRT-style) run",
-   "Entropy (KL) is the GPU int8 calibrators' usual choice: it trades clipping against resolution"},
+   "symmetric int8 activations and per-channel int8 weights: the scheme GPU int8 kernels (TensorRT-style) run"},
   {kCuda, kSize, "A8W8", kMinMax,
-   "int8 weights are 4x smaller than float32", "MinMax keeps every calibration value in range"},
+   "int8 weights are 4x smaller than float32"},
   {kCuda, kSpeed, "A8W8", kEntropy,
-   "symmetric int8 is what GPU int8 kernels run fastest", "Entropy (KL) balances clipping against resolution"},
+   "symmetric int8 is what GPU int8 kernels run fastest"},
   {kNpuCnn, kAccuracy, "XINT8", kPowerOfTwoMinMse,
-   "the NPU runs CNN int8 with power-of-two scales: symmetric int8, per tensor",
-   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+   "the NPU runs CNN int8 with power-of-two scales: symmetric int8, per tensor"},
   {kNpuCnn, kSize, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: 4x smaller weights and what the NPU runs",
-   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+   "power-of-two int8 everywhere: 4x smaller weights and what the NPU runs"},
   {kNpuCnn, kSpeed, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: the NPU's fastest format",
-   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+   "power-of-two int8 everywhere: the NPU's fastest format"},
   {kNpuTransformer, kAccuracy, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 for the projections and feed-forward MatMuls; the attention MatMuls stay BF16 (below)",
-   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+   "power-of-two int8 for the projections and feed-forward MatMuls; the attention MatMuls stay BF16 (below)"},
   {kNpuTransformer, kSize, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: 4x smaller weights",
-   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+   "power-of-two int8 everywhere: 4x smaller weights"},
   {kNpuTransformer, kSpeed, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: the NPU's fastest format",
-   "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error"},
+   "power-of-two int8 everywhere: the NPU's fastest format"},
 };
 // clang-format on
 
@@ -263,7 +266,7 @@ class Planner {
   void decide_preset() {
     const ChoiceRow& choice = *std::ranges::find_if(
         kChoices, [&](const ChoiceRow& row) { return row.target == params_.target && row.goal == params_.goal; });
-    default_method_ = choice.method;
+    choice_ = &choice;
     std::string reason = choice.why_preset;
     plan_.preset = choice.preset;
     if (!params_.preset.empty()) {
@@ -276,8 +279,9 @@ class Planner {
       reason = "--preset " + *known + (*known == choice.preset ? "; also the plan's choice: " + reason
                                                                : "; the plan would choose " + std::string(choice.preset));
     }
-    const QuantConfig config = *preset_config(plan_.preset);
-    const std::vector<FormatId> formats = formats_used(config);
+    preset_ = *preset_config(plan_.preset);
+    formats_ = formats_used(preset_);
+    const std::vector<FormatId>& formats = formats_;
     if (params_.target == kNpuCnn) {
       const bool pow2_int8 =
           std::ranges::any_of(formats, [](FormatId f) { return format_traits(f).power_of_two_scale; }) &&
@@ -307,23 +311,22 @@ class Planner {
   }
 
   void decide_calibration() {
-    plan_.calib_method = default_method_;
-    std::string reason = choice_reason();
+    plan_.calib_method = choice_->method;
+    std::string reason = why_method(choice_->method);
     if (params_.calib_method) {
       plan_.calib_method = *params_.calib_method;
       reason = "--calib-method " + method_name(*params_.calib_method) +
-               (*params_.calib_method == default_method_ ? "; also the plan's choice"
-                                                         : "; the plan would choose " + method_name(default_method_));
+               (*params_.calib_method == choice_->method ? "; also the plan's choice"
+                                                         : "; the plan would choose " + method_name(choice_->method));
     }
-    const QuantConfig config = *preset_config(plan_.preset);
-    const bool quantizes = std::ranges::any_of(formats_used(config), [](FormatId f) { return format_traits(f).is_integer; });
+    const bool quantizes = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_integer; });
     if (params_.target == kNpuCnn && !calib_method_traits(plan_.calib_method).power_of_two) {
       const CalibMethod nearest = plan_.calib_method == kMinMax ? kPowerOfTwoNonOverflow : kPowerOfTwoMinMse;
       gate("--calib-method " + method_name(plan_.calib_method), "npu_cnn needs power-of-two scales from a PowerOfTwo_* method",
            method_name(nearest));
     }
     const bool pow2_formats =
-        std::ranges::any_of(formats_used(config), [](FormatId f) { return format_traits(f).power_of_two_scale; });
+        std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).power_of_two_scale; });
     if (!pow2_formats && calib_method_traits(plan_.calib_method).power_of_two) {
       risk("low", method_name(plan_.calib_method) + " rounds scales to powers of two, which " + plan_.preset +
                       " does not need: it costs resolution for nothing");
@@ -352,12 +355,6 @@ class Planner {
            inputs.size() > 1 ? ".npz per sample with keys " + text::join(inputs) : "images, .npy or .npz for " + text::join(inputs),
            inputs.size() > 1 ? "a multi-input model: every input needs real data, none is left to random values"
                              : "real samples from the deployment distribution; random data gives poor ranges");
-  }
-
-  std::string choice_reason() const {
-    return std::ranges::find_if(kChoices, [&](const ChoiceRow& row) {
-             return row.target == params_.target && row.goal == params_.goal;
-           })->why_method;
   }
 
   void decide_algorithms() {
@@ -401,9 +398,8 @@ class Planner {
   void decide_lists() {
     std::set<std::string> present;
     for (const auto& op : analysis_.op_histogram) present.insert(op.op_type);
-    const QuantConfig preset = *preset_config(plan_.preset);
     const std::vector<std::string> quantizable =
-        preset.extra.op_types_to_quantize.empty() ? default_op_types_to_quantize() : preset.extra.op_types_to_quantize;
+        preset_.extra.op_types_to_quantize.empty() ? default_op_types_to_quantize() : preset_.extra.op_types_to_quantize;
     for (const std::string& op : quantizable) {
       if (present.contains(op)) plan_.include_op_types.push_back(op);
     }
@@ -461,7 +457,7 @@ class Planner {
   }
 
   void build_config() {
-    QuantConfig config = *preset_config(plan_.preset);
+    QuantConfig config = preset_;
     config.extra.calib_method = plan_.calib_method;
     config.extra.num_calib_samples = plan_.calibration_samples;
     config.extra.convert_bn_to_conv = std::ranges::find(plan_.algorithms, "fold_batchnorm") != plan_.algorithms.end();
@@ -479,7 +475,9 @@ class Planner {
   const PlanParams& params_;
   ModelAnalysis analysis_;
   QuantPlan plan_;
-  CalibMethod default_method_ = kMinMax;
+  const ChoiceRow* choice_ = nullptr;  // the table's row for the target and goal
+  QuantConfig preset_;                 // the chosen preset's config
+  std::vector<FormatId> formats_;      // and the formats it uses
 };
 
 }  // namespace
