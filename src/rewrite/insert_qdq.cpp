@@ -258,6 +258,15 @@ class Inserter {
                                 "' (statistics of another model, or of the model before preparation?)");
   }
 
+  // The spec activation `input` is read with under `wanted`: the pair an earlier quantized
+  // output already went through when its format matches (reused: true), else a new one from
+  // the statistics.
+  std::pair<ResolvedSpec, bool> read_spec(const std::string& input, const TensorQuantSpec& wanted) {
+    const auto shared = quantized_outputs_.find(input);
+    if (shared != quantized_outputs_.end() && shared->second.format == wanted.format) return {shared->second, true};
+    return {resolve_activation(input, wanted), false};
+  }
+
   // OrtCpuFusion: a Mul of a quantized activation by a positive finite scalar constant becomes
   // a DequantizeLinear of the activation's codes at the scaled scale (see the header comment).
   // False (nothing emitted) when the node does not qualify.
@@ -274,9 +283,7 @@ class Inserter {
     if (!(factor > 0.0f) || !std::isfinite(factor)) return false;
     const std::string& x = node.input(1 - constant);
     if (!is_float_tensor(x)) return false;
-    const auto shared = quantized_outputs_.find(x);
-    const bool reuse = shared != quantized_outputs_.end() && shared->second.format == config.input_tensors->format;
-    const ResolvedSpec spec = reuse ? shared->second : resolve_activation(x, *config.input_tensors);
+    const auto [spec, reuse] = read_spec(x, *config.input_tensors);
     if (!spec.is_integer() || spec.params.scale.size() != 1) return false;
     const std::string dq = reuse ? x : activation_pair(x, spec);
     const auto codes = codes_of_.find(dq);
@@ -313,9 +320,7 @@ class Inserter {
       if (input.empty() || i == weight_index || i == bias_index) continue;
       if (!config.input_tensors || config.input_tensors->format == FormatId::kFloat32) continue;
       if (!is_float_tensor(input)) continue;
-      const auto shared = quantized_outputs_.find(input);
-      const bool reuse = shared != quantized_outputs_.end() && shared->second.format == config.input_tensors->format;
-      const ResolvedSpec spec = reuse ? shared->second : resolve_activation(input, *config.input_tensors);
+      const auto [spec, reuse] = read_spec(input, *config.input_tensors);
       if (!reuse) node.set_input(i, activation_pair(input, spec));
       if (!input_spec) input_spec = spec;  // the data input's parameters feed the bias scale
       note_format(spec.format);
