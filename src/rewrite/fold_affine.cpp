@@ -105,9 +105,13 @@ void apply(onnx::ModelProto& model, const std::vector<FoldSite>& sites, const st
   onnx::GraphProto& graph = *model.mutable_graph();
   NameAllocator names(model);
   std::vector<bool> drop(static_cast<size_t>(graph.node_size()), false);
-  for (const FoldSite& site : sites) {
-    std::unordered_map<std::string, onnx::TensorProto*> inits;
+  std::unordered_map<std::string, onnx::TensorProto*> inits;
+  const auto index_initializers = [&] {
+    inits.clear();
     for (auto& init : *graph.mutable_initializer()) inits.emplace(init.name(), &init);
+  };
+  index_initializers();
+  for (const FoldSite& site : sites) {
     onnx::NodeProto& conv = *graph.mutable_node(static_cast<int>(site.conv));
     const onnx::NodeProto& op = graph.node(static_cast<int>(site.op));
     const size_t channels = site.values.size();
@@ -135,6 +139,7 @@ void apply(onnx::ModelProto& model, const std::vector<FoldSite>& sites, const st
       *graph.add_initializer() = tensor_to_proto(b, name);
       while (conv.input_size() < 2) conv.add_input("");
       conv.add_input(name);
+      index_initializers();  // add_initializer may reallocate
     }
     conv.set_output(0, op.output(0));
     drop[site.op] = true;
