@@ -34,10 +34,10 @@
 #include "mixprec/explore.h"
 #include "mixprec/macs.h"
 #include "mixprec/model_io.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 
 namespace mixprec::bench {
 namespace {
@@ -276,10 +276,8 @@ class Bench {
     hundred.data.seed = 11;
     hundred.data.input_shapes[Session::from_file(model_path(c)).inputs().at(0).name] = {1, 3, c.height, c.width};
     for (const DataSpec& evaluation : {pictures(c, "eval"), hundred}) {
-      Workbench bench({.model_path = model_path(c),
-                       .stats_path = dir + "/stats.json",
-                       .calibration = pictures(c, "calib"),
-                       .evaluation = evaluation});
+      Workbench bench({.model_path = model_path(c), .work_dir = dir, .calibration = pictures(c, "calib"), .evaluation = evaluation},
+                      {});
       const QuantConfig config = *preset_config("XINT8");
       onnx::ModelProto built;
       const Timing rewrite = measure(options_.repeats, [&] { built = bench.build(config); });
@@ -309,14 +307,14 @@ class Bench {
       fs::create_directories(dir);
       save_stats(stats_.at(c.name), dir + "/stats.json");
       ExploreParams p;
-      p.model_path = model_path(c);
-      p.work_dir = dir;
-      p.calibration = pictures(c, "calib");
-      p.evaluation = pictures(c, "eval");
-      p.target = parse_target("psnr>30");
-      p.ranking = ranking;
-      p.search = SearchMode::kBisection;
-      p.bf16_budget = 1.0;
+      p.setup = {.model_path = model_path(c),
+                 .work_dir = dir,
+                 .calibration = pictures(c, "calib"),
+                 .evaluation = pictures(c, "eval"),
+                 .criterion = {.target = parse_target("psnr>30")}};
+      p.search.ranking = ranking;
+      p.search.search = SearchMode::kBisection;
+      p.search.bf16_budget = 1.0;
       const ExploreResult r = explore(p);
       json_["explore"][to_string(ranking)] = {{"evaluations", r.evaluations},
                                               {"seconds", r.seconds},
@@ -342,25 +340,23 @@ class Bench {
     const std::string dir = (fs::temp_directory_path() / "mixprec_bench").string();
     fs::create_directories(dir);
     // One workbench per preparation the presets ask for (FoldConvAffine differs), as the product
-    // prepares. Figure 1's statistics serve the default preparation when it ran; otherwise each
-    // workbench calibrates on the same pictures (a file left by an earlier run may be of another
-    // build's prepared model, so it is removed).
+    // prepares. Both read the statistics of the calibration graph (evaluation/stats_cache.h):
+    // figure 1's when it ran, else the first workbench calibrates on the pictures and the second
+    // reuses that (a file left by an earlier run may be of another build, so it is removed).
+    const std::string stats_file = "stats_" + std::string(c.name) + ".json";
+    if (stats_.contains(c.name)) {
+      save_stats(stats_.at(c.name), dir + "/" + stats_file);
+    } else {
+      fs::remove(dir + "/" + stats_file);
+    }
     std::map<bool, std::unique_ptr<Workbench>> benches;
     const auto bench_for = [&](const QuantConfig& config) -> Workbench& {
       const PrepareOptions prepare = prepare_options(config);
       auto& slot = benches[prepare.fold_affine];
       if (!slot) {
-        const std::string stats = dir + "/stats_" + c.name + (prepare.fold_affine ? "_folded" : "") + ".json";
-        if (stats_.contains(c.name) && !prepare.fold_affine) {
-          save_stats(stats_.at(c.name), stats);
-        } else {
-          fs::remove(stats);
-        }
-        slot = std::make_unique<Workbench>(WorkbenchOptions{.model_path = path,
-                                                            .stats_path = stats,
-                                                            .calibration = pictures(c, "calib"),
-                                                            .evaluation = pictures(c, "eval"),
-                                                            .prepare = prepare});
+        slot = std::make_unique<Workbench>(
+            EvaluationSetup{.model_path = path, .work_dir = dir, .calibration = pictures(c, "calib"), .evaluation = pictures(c, "eval")},
+            DeploymentTarget{}, WorkbenchOptions{.prepare = prepare, .stats_file = stats_file});
       }
       return *slot;
     };

@@ -31,23 +31,26 @@ DataOptions DataFlags::resolve() const {
   return options;
 }
 
-void RuntimeFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("--ep", provider, "execution provider: CPU, CUDA, VitisAI, ... (CPU always falls back)")
-      ->capture_default_str();
+void DeploymentFlags::add_to(CLI::App& cmd, const std::string& provider_help, const std::string& device_help) {
+  if (!device_help.empty()) cmd.add_option("--device", device, device_help)->capture_default_str();
+  cmd.add_option("--ep", provider, provider_help)->capture_default_str();
   cmd.add_option("--ep-option", provider_options, "execution provider option KEY=VALUE (repeatable)");
-  cmd.add_option("--threads", threads, "intra-op threads (0: ONNX Runtime default)")->capture_default_str();
+  cmd.add_option("--threads", threads, "intra-op threads of every session (0: ONNX Runtime default)")
+      ->capture_default_str();
 }
 
-SessionOptions RuntimeFlags::resolve() const {
-  SessionOptions options;
-  options.provider = provider;
-  options.intra_op_threads = threads;
+DeploymentTarget DeploymentFlags::resolve() const {
+  DeploymentTarget target;
+  target.device = device;
+  target.profile();  // an unknown device fails before any work
+  target.provider = provider;
+  target.threads = threads;
   for (const auto& kv : provider_options) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw_bad_input("", "--ep-option '" + kv + "' is not KEY=VALUE");
-    options.provider_options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    target.provider_options[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  return options;
+  return target;
 }
 
 void SampleFlags::add_to(CLI::App& cmd, const std::string& files_flag, size_t default_random) {
@@ -83,11 +86,50 @@ std::optional<AccuracyTarget> CriterionFlags::resolve_target() const {
   return parse_target(target);
 }
 
-DataSpec calibration_spec(const DataSpec& evaluation, const std::vector<std::string>& files) {
-  DataSpec spec = evaluation;
-  spec.data.files = files;
-  spec.data.random_samples = 0;
-  return spec;
+void SetupFlags::add_to(CLI::App& cmd, size_t default_random, const std::string& calibration_help) {
+  cmd.add_option("--calibration-data", calibration, calibration_help);
+  data.add_to(cmd, "--data", default_random);
+  criterion.add_to(cmd);
+}
+
+EvaluationSetup SetupFlags::resolve(const std::string& model, const std::string& work_dir,
+                                    const std::string& progress_label) const {
+  EvaluationSetup setup;
+  setup.model_path = model;
+  setup.work_dir = work_dir;
+  setup.evaluation = data.resolve();
+  // Calibration files share the evaluation's preprocessing, sizes, pinned shapes and seed.
+  setup.calibration = setup.evaluation;
+  setup.calibration.data.files = calibration;
+  setup.calibration.data.random_samples = 0;
+  setup.criterion = {.tolerance = criterion.tolerance, .target = criterion.resolve_target()};
+  setup.progress = progress_bar(progress_label);
+  return setup;
+}
+
+void SearchFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--ranking", ranking,
+                 "exploration ranking: " + ranking_names().list() +
+                     " (measured: one evaluation per layer; layer-error: two passes)")
+      ->capture_default_str();
+  cmd.add_option("--search", search,
+                 "exploration search: greedy (one promotion per step, SPEC's guardrails) or bisection (fewest "
+                 "top-ranked layers, ~log2 steps)")
+      ->capture_default_str();
+  cmd.add_option("--lift", lift, "precision of a promoted layer: BF16, or FP16 where the device runs it")
+      ->capture_default_str();
+  cmd.add_option("--bf16-budget", budget, "largest share of candidate layers lifted")->capture_default_str();
+  cmd.add_option("--max-iters", max_iterations, "most steps (0: min(50, candidate layers))")->capture_default_str();
+}
+
+SearchOptions SearchFlags::resolve() const {
+  SearchOptions options;
+  options.ranking = parse_choice(ranking_names(), "--ranking", ranking);
+  options.search = parse_choice(search_mode_names(), "--search", search);
+  options.lift = lift;
+  options.bf16_budget = budget;
+  options.max_iterations = max_iterations;
+  return options;
 }
 
 std::string work_dir_or_default(const std::string& given, const std::string& model, const std::string& suffix) {

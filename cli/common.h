@@ -8,8 +8,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "mixprec/error.h"
+
+#include "mixprec/enum_names.h"
+#include "mixprec/evaluation.h"
+#include "mixprec/explore.h"
 #include "mixprec/metrics.h"
-#include "mixprec/pipeline.h"
 #include "mixprec/runtime.h"
 #include "mixprec/sample_source.h"
 
@@ -36,14 +40,17 @@ struct DataFlags {
   DataOptions resolve() const;
 };
 
-// Flags that pick the runtime: --ep, --ep-option, --threads.
-struct RuntimeFlags {
+// Where the model is meant to run: --device (when the command has one) and the runtime flags
+// --ep, --ep-option, --threads.
+struct DeploymentFlags {
+  std::string device = "ve2";
   std::string provider = "CPU";
   std::vector<std::string> provider_options;
   int threads = 0;
 
-  void add_to(CLI::App& cmd);
-  SessionOptions resolve() const;
+  // `device_help` empty: the command takes no --device.
+  void add_to(CLI::App& cmd, const std::string& provider_help, const std::string& device_help = "");
+  DeploymentTarget resolve() const;  // an unknown device fails here, before any work
 };
 
 // --calib-method NAME; an unknown name is an error listing the known ones.
@@ -86,9 +93,35 @@ struct CriterionFlags {
   std::optional<AccuracyTarget> resolve_target() const;  // nullopt: the task's own criterion
 };
 
-// Calibration data given as files beside evaluation data: the evaluation spec's preprocessing
-// and sizes, with `files` as the samples.
-DataSpec calibration_spec(const DataSpec& evaluation, const std::vector<std::string>& files);
+// The evaluation setup of a command: --calibration-data, the sample flags (--data, --random,
+// --seed, --input-shape, --preprocess, --image-size; calibration files share the preprocessing)
+// and the criterion flags.
+struct SetupFlags {
+  std::vector<std::string> calibration;
+  SampleFlags data;
+  CriterionFlags criterion;
+
+  // `default_random`: --random's default when no --data is given.
+  void add_to(CLI::App& cmd, size_t default_random, const std::string& calibration_help);
+  EvaluationSetup resolve(const std::string& model, const std::string& work_dir, const std::string& progress_label) const;
+};
+
+// explore's and guide's search flags: --ranking, --search, --lift, --bf16-budget, --max-iters.
+struct SearchFlags {
+  std::string ranking = "layer-error", search = "greedy", lift = "BF16";
+  double budget = 0.3;
+  size_t max_iterations = 0;
+
+  void add_to(CLI::App& cmd);
+  SearchOptions resolve() const;
+};
+
+// A value of `names` (case-insensitive); kBadInput naming the flag and the choices otherwise.
+template <typename E>
+E parse_choice(const EnumNames<E>& names, const std::string& flag, const std::string& value) {
+  if (const auto parsed = names.from_name(value)) return *parsed;
+  throw_bad_input("", "unknown " + flag + " '" + value + "' (" + names.list() + ")");
+}
 
 // `given`, or MODEL_STEM + suffix in the current directory ("det.mixprec").
 std::string work_dir_or_default(const std::string& given, const std::string& model, const std::string& suffix);

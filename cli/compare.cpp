@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "mixprec/jobs.h"
 #include "mixprec/metrics_report.h"
 
 namespace mixprec::cli {
@@ -12,8 +13,8 @@ Command add_compare(CLI::App& app) {
   struct Flags {
     std::string reference, model;
     SampleFlags data;
-    RuntimeFlags runtime;
     CriterionFlags criterion;
+    DeploymentFlags deployment;
     bool json = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -24,22 +25,21 @@ Command add_compare(CLI::App& app) {
   flags->data.add_to(*cmd, "--data", 100);
   flags->criterion.add_to(*cmd);
   cmd->add_flag("--json", flags->json, "print JSON");
-  flags->runtime.add_to(*cmd);
+  flags->deployment.add_to(*cmd, "execution provider both models run on: CPU, CUDA, VitisAI, ... (CPU always falls back)");
   cmd->footer(std::string(kExitCodesHelp) + " compare exits 3 when the model misses the accuracy criterion.");
   return {cmd, [flags] {
             CompareParams params;
-            params.reference_path = flags->reference;
-            params.model_path = flags->model;
-            params.data = flags->data.resolve();
-            params.tolerance = flags->criterion.tolerance;
-            params.target = flags->criterion.resolve_target();
-            params.session = flags->runtime.resolve();
-            params.progress = progress_bar("comparing");
+            params.setup.model_path = flags->reference;
+            params.setup.evaluation = flags->data.resolve();
+            params.setup.criterion = {.tolerance = flags->criterion.tolerance, .target = flags->criterion.resolve_target()};
+            params.setup.progress = progress_bar("comparing");
+            params.candidate_path = flags->model;
+            params.deployment = flags->deployment.resolve();
             const CompareReport r = compare_job(params);
             if (flags->json) {
               nlohmann::ordered_json j;
-              j["reference"] = params.reference_path;
-              j["model"] = params.model_path;
+              j["reference"] = params.setup.model_path;
+              j["model"] = params.candidate_path;
               j["task"] = {{"type", to_string(r.task.type)}, {"reason", r.task.reason}};
               j["samples"] = r.samples;
               j["data"] = r.data_description;
@@ -51,7 +51,7 @@ Command add_compare(CLI::App& app) {
             } else {
               std::cout << "task     " << to_string(r.task.type) << " (" << r.task.reason << ")\n"
                         << "data     " << r.data_description << "\n"
-                        << metrics_table({{params.model_path, r.outputs}})
+                        << metrics_table({{params.candidate_path, r.outputs}})
                         << "verdict  " << (r.verdict.pass ? "PASS" : "FAIL") << ": " << r.verdict.criterion << "\n"
                         << "         " << r.verdict.reason << "\n";
             }

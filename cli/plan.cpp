@@ -41,7 +41,7 @@ Command add_plan(CLI::App& app) {
             }
             if (flags->model.empty()) throw_bad_input("", "plan needs MODEL");
             PlanParams params;
-            params.model_path = flags->model;
+            params.setup.model_path = flags->model;
             const auto target = plan_target_from_name(flags->target);
             if (!target) throw_bad_input("", "unknown --target '" + flags->target + "' (known: cpu, cuda, npu_cnn, npu_transformer)");
             const auto goal = plan_goal_from_name(flags->goal);

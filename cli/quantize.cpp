@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "common.h"
+#include "mixprec/jobs.h"
 #include "mixprec/error.h"
 #include "mixprec/plan.h"
 
@@ -12,7 +13,7 @@ Command add_quantize(CLI::App& app) {
   struct Flags {
     std::string model, output, config, preset, calib_method, stats, plan;
     SampleFlags data;
-    RuntimeFlags runtime;
+    DeploymentFlags deployment;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -27,18 +28,17 @@ Command add_quantize(CLI::App& app) {
                   "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (overrides the config)");
   cmd->add_option("--stats", flags->stats,
                   "calibration statistics: reused when the file exists, written after calibrating otherwise");
-  flags->runtime.add_to(*cmd);
+  flags->deployment.add_to(*cmd, "execution provider the written model must also load on (calibration runs on CPU)");
   cmd->footer(kExitCodesHelp);
   return {cmd, [flags] {
             QuantizeParams params;
-            params.model_path = flags->model;
+            params.setup.model_path = flags->model;
+            params.setup.calibration = flags->data.resolve();
+            params.setup.progress = progress_bar("calibrating");
             params.output_path = flags->output;
-            params.config_path = flags->config;
-            params.preset = flags->preset;
-            params.calibration = flags->data.resolve();
+            params.config = {.path = flags->config, .preset = flags->preset};
             params.stats_path = flags->stats;
-            params.session = flags->runtime.resolve();
-            params.progress = progress_bar("calibrating");
+            params.deployment = flags->deployment.resolve();
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);
             if (flags->plan.empty() && flags->model.empty()) throw_bad_input("", "quantize needs MODEL (or --plan)");
             const QuantizeReport r = flags->plan.empty() ? quantize_job(params) : quantize_with_plan(flags->plan, params);

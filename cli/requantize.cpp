@@ -11,10 +11,8 @@ namespace mixprec::cli {
 Command add_requantize(CLI::App& app) {
   struct Flags {
     std::string model, config, preset, output, work_dir;
-    std::vector<std::string> calibration;
-    SampleFlags data;
-    RuntimeFlags runtime;
-    CriterionFlags criterion;
+    SetupFlags setup;
+    DeploymentFlags deployment;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -24,28 +22,23 @@ Command add_requantize(CLI::App& app) {
   cmd->add_option("--preset", flags->preset, "or a preset: XINT8, A8W8, U8S8, A16W8, BF16, FP16");
   cmd->add_option("-o,--output", flags->output, "the requantized model")->required();
   cmd->add_option("--work-dir", flags->work_dir, "stripped.onnx and statistics (default: OUTPUT_STEM.requantize)");
-  cmd->add_option("--calibration-data", flags->calibration, "calibration files, pictures or folders")->required();
-  flags->data.add_to(*cmd, "--data", 100);
-  flags->criterion.add_to(*cmd);
-  flags->runtime.add_to(*cmd);
+  flags->setup.add_to(*cmd, 100,
+                      "calibration files, pictures or folders (default: the --data files, else seeded random data, "
+                      "with a warning)");
+  flags->deployment.add_to(*cmd, "execution provider the requantized model is checked to load on (accuracy runs on CPU)");
   cmd->footer(std::string(kExitCodesHelp) + " requantize exits 3 when the new model misses the criterion.");
   return {cmd, [flags] {
+            namespace fs = std::filesystem;
             RequantizeParams params;
-            params.model_path = flags->model;
-            params.config_path = flags->config;
-            params.preset = flags->preset;
+            const fs::path output(flags->output);
+            params.setup = flags->setup.resolve(
+                flags->model,
+                flags->work_dir.empty() ? (output.parent_path() / (output.stem().string() + ".requantize")).string()
+                                        : flags->work_dir,
+                "calibrating");
+            params.deployment = flags->deployment.resolve();
+            params.config = {.path = flags->config, .preset = flags->preset};
             params.output_path = flags->output;
-            params.work_dir = flags->work_dir.empty()
-                                  ? (std::filesystem::path(flags->output).parent_path() /
-                                     (std::filesystem::path(flags->output).stem().string() + ".requantize"))
-                                        .string()
-                                  : flags->work_dir;
-            params.evaluation = flags->data.resolve();
-            params.calibration = calibration_spec(params.evaluation, flags->calibration);
-            params.tolerance = flags->criterion.tolerance;
-            params.target = flags->criterion.resolve_target();
-            params.session = flags->runtime.resolve();
-            params.progress = progress_bar("calibrating");
             const RequantizeReport r = requantize(params);
             std::cout << requantize_text(r);
             return r.new_verdict.pass ? kExitOk : kExitAccuracyFailure;

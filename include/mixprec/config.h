@@ -128,6 +128,21 @@ std::optional<QuantConfig> preset_config(const std::string& name);
 std::vector<FormatId> formats_used(const QuantConfig& config);
 std::vector<std::string> preset_names();
 
+// Where a job's config comes from: a file, a preset name, or a config built in memory.
+struct ConfigSource {
+  std::string path;
+  std::string preset;
+  std::optional<QuantConfig> config;
+
+  size_t given() const;  // how many of the three are set
+};
+// The config `source` names. kBadInput when more than one is given ("give one of a config, a
+// preset or a plan"), when none is given (the message lists the presets), or for an unknown
+// preset (listing the known ones); load_config's errors for a file.
+QuantConfig resolve_config(const ConfigSource& source);
+// `method` everywhere in `config`: the extra option and every spec that names its own.
+void override_calib_method(QuantConfig& config, CalibMethod method);
+
 // The op types quantized when extra_options.OpTypesToQuantize is empty: the weighted compute
 // ops (Conv, ConvTranspose, Gemm, MatMul) and the arithmetic an int8 accelerator runs natively
 // (Add, Mul, AveragePool, GlobalAveragePool). Ops that only move values (Reshape, Concat,

@@ -5,12 +5,18 @@
 // every step is one graph rewrite from those statistics plus one evaluation pass: no step
 // re-runs calibration or the FP32 model. The greedy search (SPEC's) promotes one layer at a
 // time in ranking order under the guardrails: a promotion that does not improve the objective
-// is skipped, one that makes it worse is rolled back; it stops when the criterion is met, on a
-// PSNR plateau (< 0.5 dB over 3 accepted promotions), at the BF16 budget, or after max
-// iterations. The bisection search finds the fewest top-ranked layers that meet the criterion
-// within the budget instead, in about log2(budget) evaluations.
+// by more than the metric's min_gain is skipped, one that makes it worse is rolled back; after
+// the first sweep the skipped layers are tried once more against the new state (a layer that
+// gains nothing alone can gain once a noisier one is lifted); it stops when the criterion is
+// met, on a PSNR plateau (< 0.5 dB over 3 accepted promotions), at the BF16 budget, or after
+// max iterations. The bisection search finds the fewest top-ranked layers that meet the
+// criterion within the budget instead, in about log2(budget) evaluations.
 // Early exits: full INT8 already passes (for classification: the pre-exploration gate), or full
 // BF16 fails (out of reach by precision alone).
+//
+// Accuracy is measured on CPU (accuracy_session) whatever the deployment's provider; the
+// deployment's device gates the formats and gives the expected speed-up, and a provider other
+// than CPU is asked to load the final model (ExploreResult::runtime_check).
 //
 // The work dir always holds the best assignment so far: final.onnx and final_config.json are
 // rewritten after every accepted promotion, ledger.jsonl gets one flushed line per step, and
@@ -21,11 +27,13 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mixprec/config.h"
+#include "mixprec/enum_names.h"
+#include "mixprec/evaluation.h"
 #include "mixprec/metrics.h"
-#include "mixprec/pipeline.h"
 
 namespace mixprec {
 
@@ -40,26 +48,20 @@ enum class Ranking {
   kLayerError,    // noise each layer adds in full INT8: output noise-to-signal ratio minus its
                   // inputs' worst, from one FP32 and one INT8 pass with every layer exposed
 };
-const char* to_string(Ranking ranking);
-std::optional<Ranking> ranking_from_name(const std::string& name);
+const EnumNames<Ranking>& ranking_names();  // "dynamic-range", "measured", "layer-error"
+inline const char* to_string(Ranking ranking) { return ranking_names().name(ranking); }
 
 enum class SearchMode {
   kGreedy,     // SPEC: one promotion per step in ranking order, with the skip/rollback/plateau guardrails
   kBisection,  // the smallest k whose top-k ranked layers meet the criterion, ~log2(budget) evaluations
 };
-const char* to_string(SearchMode mode);
-std::optional<SearchMode> search_mode_from_name(const std::string& name);
+const EnumNames<SearchMode>& search_mode_names();  // "greedy", "bisection"
+inline const char* to_string(SearchMode mode) { return search_mode_names().name(mode); }
 
-struct ExploreParams {
-  std::string model_path;
-  std::string work_dir;
-  std::string base_preset = "XINT8";  // the INT8 starting point
+// What the search starts from and what it may do.
+struct SearchOptions {
+  std::string base_preset = "XINT8";       // the INT8 starting point
   std::optional<QuantConfig> base_config;  // a config instead of a preset (its integer layers are the candidates)
-  std::string device = "ve2";         // its formats must include the base's; its speeds give the expected speed-up
-  DataSpec calibration;
-  DataSpec evaluation;
-  Tolerance tolerance;
-  std::optional<AccuracyTarget> target;
   // The precision a promoted layer is lifted to: "BF16" (SPEC's default) or "FP16" on devices
   // that run it (ve2, cpu): FP16 keeps 3 more mantissa bits where the range allows.
   std::string lift = "BF16";
@@ -72,16 +74,31 @@ struct ExploreParams {
   // from the first step not recorded, ending as an uninterrupted run would. The run's settings
   // (run.json) must match; kBadInput otherwise, or when there is nothing to resume.
   bool resume = false;
-  SessionOptions session;
-  ProgressFn progress;        // calibration progress
 };
+
+struct ExploreParams {
+  EvaluationSetup setup;        // work_dir is required
+  DeploymentTarget deployment;  // device: its formats must include the base's; its speeds give the expected speed-up
+  SearchOptions search;
+};
+
+// What a step's trial did to the best assignment so far.
+enum class Decision {
+  kAccepted,    // greedy: the objective improved (by more than the metric's min_gain), kept
+  kSkipped,     // greedy: no change beyond min_gain, not kept (retried once after the first sweep)
+  kRolledBack,  // greedy: worse, not kept
+  kMeets,       // bisection: the top k meet the criterion
+  kMisses,      // bisection: they miss it
+};
+const EnumNames<Decision>& decision_names();  // "accepted", "skipped", "rolled back", "meets", "misses"
+inline const char* to_string(Decision decision) { return decision_names().name(decision); }
 
 // One line of the ledger.
 struct ExploreStep {
   size_t index = 0;
-  std::string layer;              // the layer promoted in this step
-  std::string decision;           // greedy: "accepted", "skipped" (no gain), "rolled back" (worse);
-                                  // bisection: "meets" or "misses" (the layer is "top <k>")
+  std::string layer;              // the layer promoted in this step (bisection: "top <k>")
+  Decision decision = Decision::kSkipped;
+  size_t sweep = 1;               // greedy: 2 for the retry of the layers the first sweep skipped
   double objective = 0;           // see ExploreResult::objective_name
   double psnr_db = 0;             // worst output
   double pass_rate = 0;           // worst output
@@ -106,6 +123,7 @@ struct ExploreResult {
   // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of
   // the device profile): final assignment and full INT8.
   double final_time_vs_bf16 = 1, int8_time_vs_bf16 = 1;
+  std::optional<RuntimeTrial> runtime_check;  // the final model on a provider other than CPU
   double seconds = 0;
   std::string final_model_path, final_config_path, ledger_path;
   std::vector<std::string> warnings;
@@ -116,12 +134,13 @@ struct ExploreResult {
 using StepCallback = std::function<void(const ExploreStep&)>;
 
 // The guardrails' decisions, as pure functions (higher is better).
-// A promotion is accepted when it improves the objective, skipped when it leaves it unchanged
-// and rolled back when it makes it worse. A coarse objective (top-1 agreement over a few samples
-// moves in steps of 1/samples) ties often: a tie is broken by the worst-output PSNR, so a step
-// that brings the outputs closer without flipping a row still counts.
-const char* promotion_decision(double best_objective, double trial_objective, double best_psnr_db = 0,
-                               double trial_psnr_db = 0);
+// A promotion is accepted when it improves the objective by more than `min_gain`, skipped when
+// it changes it by no more than that and rolled back when it makes it worse. A coarse objective
+// (top-1 agreement over a few samples moves in steps of 1/samples) ties often: a tie is broken
+// by the worst-output PSNR (by more than PSNR's min_gain), so a step that brings the outputs
+// closer without flipping a row still counts.
+Decision promotion_decision(double best_objective, double trial_objective, double best_psnr_db = 0,
+                            double trial_psnr_db = 0, double min_gain = 0);
 // PSNR plateau: the last `window` accepted promotions gained less than `min_gain_db` together.
 // `gains_db` holds the PSNR gain of every accepted promotion, in order.
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window = 3, double min_gain_db = 0.5);

@@ -33,27 +33,19 @@ const char* to_string(EdgeQuant edge);
 std::optional<EdgeQuant> edge_quant_from_name(std::string_view name);
 
 struct GuideParams {
-  std::string model_path;
+  EvaluationSetup setup;        // work_dir is required (the CLI defaults it to MODEL_STEM.mixprec)
+  // device: formats allowed, the proposed config, nominal speeds; provider: compile/exec and the
+  // VitisAI config. Accuracy is measured on CPU (accuracy_session) whatever the provider.
+  DeploymentTarget deployment;
   std::string config_path;      // empty: propose one from the analysis and the device
-  std::string device = "ve2";
   GuideMode mode = GuideMode::kFull;
   GuideStage stage = GuideStage::kCompile;
   bool explore = false;
   bool ladder = false;          // --strategy ladder: w8a8 -> w8a16 -> float instead of quantize/validate/explore
-  Ranking ranking = Ranking::kLayerError;
-  SearchMode search = SearchMode::kGreedy;
-  std::string lift = "BF16";    // explore: BF16, or FP16 on devices that run it
-  double bf16_budget = 0.3;     // explore: share of the candidate layers that may be lifted
-  size_t max_iterations = 0;    // explore: 0 = min(50, candidate layers)
-  std::optional<AccuracyTarget> target;
-  Tolerance tolerance;          // atol 0.015, rtol 0.01
-  DataSpec calibration;
-  DataSpec evaluation;
-  std::string work_dir;
-  SessionOptions session;       // the execution provider of compile/exec; accuracy runs use CPU
+  // explore: ranking, search, lift, budget, max iterations (its starting point is the phase's config)
+  SearchOptions search;
   size_t latency_runs = 20;     // exec: timed runs per model (after one warm-up)
   EdgeQuant edge_quant = EdgeQuant::kAuto;
-  ProgressFn progress;          // calibration progress
 };
 
 struct GuidePhase {

@@ -171,6 +171,7 @@ struct MetricTraits {
   double min, max;         // values a target may name (after a "%" is applied)
   // The metric of one output; nullopt when the output has none (top-1 without class scores).
   std::optional<double> (*value)(const OutputMetrics&);
+  double min_gain;         // the smallest change a search counts as a gain, in the metric's own scale
 };
 
 const MetricTraits& metric_traits(AccuracyTarget::Metric metric);

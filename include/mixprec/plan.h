@@ -30,7 +30,7 @@
 #include "mixprec/analysis.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 
 namespace mixprec {
 
@@ -51,7 +51,7 @@ struct AlgorithmTraits {
 std::vector<AlgorithmTraits> all_algorithms();
 
 struct PlanParams {
-  std::string model_path;
+  EvaluationSetup setup;                   // model_path (read without external data, never run)
   PlanTarget target = PlanTarget::kCpu;
   PlanGoal goal = PlanGoal::kAccuracy;
   std::string device;                      // npu targets: "stx" or "ve2" (empty: ve2); others: cpu

@@ -5,16 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/evaluation.h"
 #include "mixprec/input_spec.h"
-#include "mixprec/pipeline.h"
 #include "mixprec/runtime.h"
 
 namespace mixprec {
 
 struct RunParams {
-  std::string model_path;
-  DataSpec data;  // arrays, pictures or random samples
-  SessionOptions session;
+  EvaluationSetup setup;        // model_path, and the samples in `evaluation`
+  DeploymentTarget deployment;  // the provider the latency is of, every graph optimization on
   size_t warmup_runs = 1;
   // Timed runs cycle over the samples until at least this many were made (latency figures
   // from 2 samples are noise); every sample runs at least once.

@@ -2,29 +2,30 @@
 // FP32, and what to do next) and requantize (strip a quantized model, quantize it again with a
 // new config, and say what changed). guide (mixprec/guide.h) strings the phases together.
 //
-// Both calibrate once and run the FP32 reference once (search/workbench), evaluate on CPU,
-// never modify the input model, and write every file atomically.
+// Both calibrate once and run the FP32 reference once (evaluation/workbench), measure accuracy
+// on CPU whatever the deployment's provider, never modify the input model, and write every file
+// atomically. A provider other than CPU is asked to load the models they produce (RuntimeTrial).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "mixprec/analysis.h"
+#include "mixprec/config.h"
+#include "mixprec/evaluation.h"
 #include "mixprec/metrics.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/rewrite.h"
 
 namespace mixprec {
 
 struct DryRunParams {
-  std::string model_path;
-  std::string work_dir;        // statistics and the evaluated models (dry_run_<preset>.onnx)
-  DataSpec calibration;        // no files and no random samples: calibrate on the evaluation data (warned)
-  DataSpec evaluation;
-  std::string device = "ve2";  // decides which rows may be recommended (FP16 not on stx, ...)
-  Tolerance tolerance;
-  std::optional<AccuracyTarget> target;
-  SessionOptions session;
-  ProgressFn progress;         // calibration progress
+  // work_dir: statistics and the evaluated models (dry_run_<preset>.onnx); no calibration data:
+  // calibration_data()'s rule.
+  EvaluationSetup setup;
+  // device: decides which rows may be recommended (FP16 not on stx, ...) and which int8 preset
+  // the INT8 row measures; provider: asked to load each row's model.
+  DeploymentTarget deployment;
 };
 
 // One preset evaluated on CPU against FP32: a dry-run row, a ladder rung.
@@ -54,23 +55,18 @@ struct DryRunReport {
   double reference_seconds = 0;    // the FP32 pass
   std::vector<DryRunRow> rows;
   Recommendation recommendation;
+  std::vector<RuntimeTrial> runtimes;  // every runtime tried, failed ones included
   std::vector<std::string> warnings;
 };
 
 DryRunReport dry_run(const DryRunParams& params);
 
 struct RequantizeParams {
-  std::string model_path;      // a quantized model (Q/DQ or cast pairs)
-  std::string config_path;     // the new config (or a preset name in `preset`)
-  std::string preset;
+  // model_path: a quantized model (Q/DQ or cast pairs); work_dir: stripped.onnx and the statistics.
+  EvaluationSetup setup;
+  DeploymentTarget deployment;  // its provider is asked to load the requantized model
+  ConfigSource config;          // the new config: a file or a preset
   std::string output_path;
-  std::string work_dir;        // stripped.onnx and the statistics
-  DataSpec calibration;
-  DataSpec evaluation;
-  Tolerance tolerance;
-  std::optional<AccuracyTarget> target;
-  SessionOptions session;
-  ProgressFn progress;
 };
 
 struct RequantizeReport {
@@ -84,6 +80,7 @@ struct RequantizeReport {
   double psnr_delta_db = 0;    // worst-output PSNR, new minus previous
   double pass_rate_delta = 0;  // worst-output pass rate, new minus previous
   std::string output_path, config_path;
+  std::vector<RuntimeTrial> runtimes;
   std::vector<std::string> warnings;
 };
 
@@ -95,25 +92,11 @@ RequantizeReport requantize(const RequantizeParams& params);
 // both miss, the float model stays and the report says what to try next. One calibration,
 // one FP32 reference, one evaluation per rung tried.
 struct LadderParams {
-  std::string model_path;
-  std::string work_dir;        // statistics and the rung models (ladder_<preset>.onnx)
-  DataSpec calibration;
-  DataSpec evaluation;
-  std::string device = "ve2";
-  Tolerance tolerance;
-  std::optional<AccuracyTarget> target;
-  SessionOptions session;      // its provider is tried on every rung model (accuracy runs on CPU)
-  ProgressFn progress;
+  EvaluationSetup setup;        // work_dir: statistics and the rung models (ladder_<preset>.onnx)
+  DeploymentTarget deployment;  // device: which w8a8 preset; provider: tried on every rung model
 };
 
 using LadderRung = PresetResult;
-
-struct RuntimeTrial {
-  std::string runtime;         // "CPUExecutionProvider", or the provider asked for
-  std::string model;           // which model it loaded
-  bool ok = false;
-  std::string detail;          // what it was used for, or why it failed
-};
 
 struct LadderReport {
   TaskInference task;

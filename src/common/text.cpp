@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 namespace mixprec::text {
 
@@ -18,6 +19,12 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
   return std::ranges::equal(a, b, [](char x, char y) {
     return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
   });
+}
+
+std::string fixed(double value, int digits) {
+  char out[64];
+  std::snprintf(out, sizeof out, "%.*f", digits, value);
+  return out;
 }
 
 }  // namespace mixprec::text

@@ -14,4 +14,7 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 // ASCII case-insensitive equality ("xint8" == "XINT8").
 bool equal_ignoring_case(std::string_view a, std::string_view b);
 
+// `value` with `digits` digits after the point ("%.*f"): 12.345 -> "12.35".
+std::string fixed(double value, int digits = 2);
+
 }  // namespace mixprec::text

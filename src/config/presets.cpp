@@ -7,6 +7,7 @@
 
 #include "common/text.h"
 #include "mixprec/config.h"
+#include "mixprec/error.h"
 
 namespace mixprec {
 namespace {
@@ -97,6 +98,36 @@ std::vector<FormatId> formats_used(const QuantConfig& config) {
   std::sort(formats.begin(), formats.end());
   formats.erase(std::unique(formats.begin(), formats.end()), formats.end());
   return formats;
+}
+
+}  // namespace mixprec
+
+namespace mixprec {
+
+size_t ConfigSource::given() const {
+  return static_cast<size_t>(!path.empty()) + static_cast<size_t>(!preset.empty()) + static_cast<size_t>(config.has_value());
+}
+
+QuantConfig resolve_config(const ConfigSource& source) {
+  if (source.given() > 1) throw_bad_input(source.path, "give one of a config, a preset or a plan");
+  if (source.config) return *source.config;
+  if (!source.path.empty()) return load_config(source.path);
+  if (auto preset = preset_config(source.preset)) return *preset;
+  const std::string known = text::join(preset_names());
+  throw_bad_input("", source.preset.empty() ? "give --config or --preset (" + known + ")"
+                                            : "unknown preset '" + source.preset + "' (known: " + known + ")");
+}
+
+void override_calib_method(QuantConfig& config, CalibMethod method) {
+  // The user's method wins everywhere, including specs that name their own.
+  config.extra.calib_method = method;
+  const auto clear = [](LayerConfig& layer) {
+    for (auto* spec : {&layer.input_tensors, &layer.output_tensors}) {
+      if (*spec) (*spec)->calib_method.reset();
+    }
+  };
+  clear(config.global);
+  for (auto& override_ : config.specific) clear(override_.layer_config);
 }
 
 }  // namespace mixprec

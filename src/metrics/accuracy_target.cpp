@@ -25,18 +25,25 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::string_view kPercent = "%";
 constexpr int kPercentShift = 2;  // decimal digits between a fraction and its percent
 
+// The smallest change a search counts as a gain. dB: 0.001 dB is far below any decision a
+// user makes and far above the rounding of the dB sums (a "gain" of 4.6e-13 dB was seen).
+// Fractions move in steps of one sample or element (1/N), far above 1e-9; cosines closer than
+// that are the same to float32.
+constexpr double kDbGain = 1e-3;
+constexpr double kFractionGain = 1e-9;
+
 // In Metric order (checked below).
 constexpr MetricTraits kMetrics[] = {
     {AccuracyTarget::kPsnr, "psnr", "PSNR", "dB", 2, -kInf, kInf,
-     [](const OutputMetrics& m) -> std::optional<double> { return m.psnr_db; }},
+     [](const OutputMetrics& m) -> std::optional<double> { return m.psnr_db; }, kDbGain},
     {AccuracyTarget::kSqnr, "sqnr", "SQNR", "dB", 2, -kInf, kInf,
-     [](const OutputMetrics& m) -> std::optional<double> { return m.sqnr_db; }},
+     [](const OutputMetrics& m) -> std::optional<double> { return m.sqnr_db; }, kDbGain},
     {AccuracyTarget::kCosine, "cosine", "cosine", "", 6, -1, 1,
-     [](const OutputMetrics& m) -> std::optional<double> { return m.cosine; }},
+     [](const OutputMetrics& m) -> std::optional<double> { return m.cosine; }, kFractionGain},
     {AccuracyTarget::kTop1, "top1", "top-1 agreement", "%", 3, 0, 1,
-     [](const OutputMetrics& m) { return m.top1_agreement; }},
+     [](const OutputMetrics& m) { return m.top1_agreement; }, kFractionGain},
     {AccuracyTarget::kPassRate, "pass_rate", "pass rate", "%", 3, 0, 1,
-     [](const OutputMetrics& m) -> std::optional<double> { return m.pass_rate; }},
+     [](const OutputMetrics& m) -> std::optional<double> { return m.pass_rate; }, kFractionGain},
 };
 static_assert([] {
   for (size_t i = 0; i < std::size(kMetrics); ++i) {

@@ -1,167 +1,71 @@
+// explore: the workbench, the ranking and the files around the two searches (search/search.h).
+// The searches see an Evaluator: the workbench's, or on --resume the ledger's replay in front
+// of it, so neither search knows about resuming.
 #include "mixprec/explore.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
+#include "common/timing.h"
+#include "evaluation/workbench.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
-#include "mixprec/rewrite.h"
-#include "search/workbench.h"
+#include "search/ledger.h"
+#include "search/search.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
+using search::Score;
 
-// SPEC guardrail: stop when PSNR gains less than this over the last kPlateauWindow promotions.
-constexpr double kPlateauDb = 0.5;
-constexpr size_t kPlateauWindow = 3;
 constexpr size_t kMaxIterationsCap = 50;
 
-// The ledger's compact view of one output (report/ renders the full one; search sits below it).
-Json output_json(const OutputMetrics& m) {
-  Json j = {{"name", m.name},         {"psnr_db", m.psnr_db},       {"sqnr_db", m.sqnr_db},
-            {"pass_rate", m.pass_rate}, {"max_abs_error", m.max_abs_error}, {"cosine", m.cosine}};
-  if (m.top1_agreement) j["top1"] = *m.top1_agreement;
-  return j;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-struct RankingRow {
-  Ranking ranking;
-  const char* name;
-};
-constexpr RankingRow kRankings[] = {
+constexpr EnumName<Ranking> kRankingRows[] = {
     {Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}, {Ranking::kLayerError, "layer-error"}};
+constexpr EnumName<SearchMode> kSearchRows[] = {{SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}};
+constexpr EnumName<Decision> kDecisionRows[] = {{Decision::kAccepted, "accepted"},
+                                                {Decision::kSkipped, "skipped"},
+                                                {Decision::kRolledBack, "rolled back"},
+                                                {Decision::kMeets, "meets"},
+                                                {Decision::kMisses, "misses"}};
 
-struct SearchRow {
-  SearchMode mode;
-  const char* name;
-};
-constexpr SearchRow kSearchModes[] = {{SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}};
-
-// An evaluation with the search's objective; a step replayed from the ledger has numbers only.
-struct Score {
-  std::shared_ptr<const onnx::ModelProto> model;
-  std::vector<OutputMetrics> metrics;
-  Verdict verdict;
-  double objective = 0;
-  double psnr_db = 0;
-  double pass_rate = 0;
-};
-
-class Explorer {
- public:
-  explicit Explorer(const ExploreParams& params, const StepCallback& on_step)
-      : params_(params), on_step_(on_step), start_(Clock::now()) {}
-
-  ExploreResult run() {
-    WarningCollector warnings;
-    fs::create_directories(params_.work_dir);
-    result_.final_model_path = (fs::path(params_.work_dir) / "final.onnx").string();
-    result_.final_config_path = (fs::path(params_.work_dir) / "final_config.json").string();
-    result_.ledger_path = (fs::path(params_.work_dir) / "ledger.jsonl").string();
-    if (params_.resume && (!fs::exists(result_.ledger_path) || !fs::exists(run_settings_path()))) {
-      throw_bad_input(params_.work_dir, "nothing to resume: no ledger.jsonl and run.json here");
-    }
-    prepare();
-    search();
-    result_.evaluations = bench_->evaluations();
-    write_summary();
-    result_.seconds = seconds_since(start_);
-    result_.warnings = warnings.warnings();
-    return result_;
+const char* ranking_score_meaning(Ranking ranking) {
+  switch (ranking) {
+    case Ranking::kDynamicRange: return "max |activation| of the inputs";
+    case Ranking::kMeasured: return "objective gain when lifted alone";
+    case Ranking::kLayerError: return "noise-to-signal ratio the layer adds in full INT8 (output minus worst input)";
   }
+  return "?";
+}
 
- private:
-  void prepare() {
-    const std::string& label = params_.model_path;
-    if (params_.base_config) {
-      base_ = *params_.base_config;
-    } else {
-      auto base = preset_config(params_.base_preset);
-      if (!base) throw_bad_input("", "unknown base preset '" + params_.base_preset + "'");
-      base_ = *base;
-    }
-    const auto lift = preset_config(params_.lift);
-    const bool float_lift = lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_integer;
-    if (!float_lift) throw_bad_input("", "cannot lift layers to '" + params_.lift + "' (BF16 or FP16)");
-    lifted_config_ = lift->global;
-    lift_name_ = params_.lift;
-    const DeviceProfile& device = device_profile(params_.device);
-    if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
-    if (const auto why = device_rejects(device, formats_used(*lift))) throw_bad_input("", "lifting to " + params_.lift + ": " + *why);
-    bench_ = std::make_unique<Workbench>(WorkbenchOptions{
-        .model_path = label,
-        .stats_path = (fs::path(params_.work_dir) / "stats.json").string(),
-        .calibration = params_.calibration,
-        .evaluation = params_.evaluation,
-        .calibration_samples = static_cast<size_t>(base_.extra.num_calib_samples),
-        .prepare = prepare_options(base_),
-        .tolerance = params_.tolerance,
-        .target = params_.target,
-        .session = params_.session,
-        .progress = params_.progress});
-    result_.task = bench_->task();
-    result_.calibration_seconds = bench_->calibration_seconds();
-    // Every layer the base preset puts in integer formats is a candidate: compute layers and
-    // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
-    // (hard-swish and squeeze-excite blocks are Mul/Add chains).
-    candidates_ = bench_->integer_layers(base_);
-    result_.compute_layers = candidates_.size();
-    if (candidates_.empty()) throw_unsupported(label, "no compute layer to quantize with " + params_.base_preset);
-  }
+// The search's objective (higher is better): the target's metric on the worst output, else
+// the task's own measure.
+struct Objective {
+  AccuracyTarget::Metric metric = AccuracyTarget::kPsnr;
+  bool lower_is_better = false;
 
-  QuantConfig config_for(const std::set<std::string>& lifted) const {
-    QuantConfig config = base_;
-    if (!lifted.empty()) {
-      LayerOverride override_;
-      override_.target_node_names.assign(lifted.begin(), lifted.end());
-      override_.layer_config = lifted_config_;
-      config.specific.push_back(std::move(override_));
-    }
-    return config;
-  }
-
-  Score evaluate(const std::set<std::string>& lifted) {
-    Evaluation e = bench_->evaluate(config_for(lifted));
-    Score score;
-    score.model = std::move(e.model);
-    score.metrics = std::move(e.metrics);
-    score.verdict = std::move(e.verdict);
-    score.psnr_db = e.psnr_db;
-    score.pass_rate = e.pass_rate;
-    score.objective = objective(score.metrics);
-    return score;
-  }
-
-  // Higher is better: the target's metric on the worst output, else the task's own measure.
-  double objective(const std::vector<OutputMetrics>& metrics) {
-    AccuracyTarget::Metric metric = AccuracyTarget::kPsnr;
-    bool lower_is_better = false;
-    if (params_.target) {
-      metric = params_.target->metric;
-      lower_is_better = params_.target->op == AccuracyTarget::kLess;
-    } else if (result_.task.type == TaskType::kClassification || result_.task.type == TaskType::kSequence) {
+  Objective(const std::optional<AccuracyTarget>& target, TaskType task) {
+    if (target) {
+      metric = target->metric;
+      lower_is_better = target->op == AccuracyTarget::kLess;
+    } else if (task == TaskType::kClassification || task == TaskType::kSequence) {
       metric = AccuracyTarget::kTop1;
     }
+  }
+  std::string name() const { return std::string("worst-output ") + metric_traits(metric).label; }
+  double min_gain() const { return metric_traits(metric).min_gain; }
+  double operator()(const std::vector<OutputMetrics>& metrics) const {
     const MetricTraits& traits = metric_traits(metric);
-    result_.objective_name = std::string("worst-output ") + traits.label;
     double worst = lower_is_better ? -1e300 : 1e300;
     for (const auto& m : metrics) {
       const double value = traits.value(m).value_or(lower_is_better ? 1e300 : -1e300);
@@ -169,18 +73,198 @@ class Explorer {
     }
     return lower_is_better ? -worst : worst;
   }
+};
 
-  std::string sensitivity_path() const { return (fs::path(params_.work_dir) / "sensitivity.json").string(); }
+// The base config with some layers lifted, evaluated on the workbench.
+class WorkbenchEvaluator : public search::Evaluator {
+ public:
+  WorkbenchEvaluator(Workbench& bench, const QuantConfig& base, const LayerConfig& lifted, const Objective& objective)
+      : bench_(bench), base_(base), lifted_(lifted), objective_(objective) {}
+
+  QuantConfig config_for(const std::set<std::string>& lifted) const {
+    QuantConfig config = base_;
+    if (!lifted.empty()) {
+      LayerOverride override_;
+      override_.target_node_names.assign(lifted.begin(), lifted.end());
+      override_.layer_config = lifted_;
+      config.specific.push_back(std::move(override_));
+    }
+    return config;
+  }
+
+  Score score(Evaluation e) const {
+    Score s{.model = std::move(e.model),
+            .metrics = std::move(e.metrics),
+            .pass = e.verdict.pass,
+            .psnr_db = e.psnr_db,
+            .pass_rate = e.pass_rate,
+            .seconds = e.seconds};
+    s.objective = objective_(s.metrics);
+    return s;
+  }
+
+  Score evaluate(const std::set<std::string>& lifted, const std::string&) override {
+    Evaluation e = bench_.evaluate(config_for(lifted));
+    verdicts_[lifted] = e.verdict;
+    return score(std::move(e));
+  }
+  // The verdict of the last evaluation of `lifted` (the final assignment's, for the report).
+  const Verdict& verdict(const std::set<std::string>& lifted) const { return verdicts_.at(lifted); }
+
+ private:
+  Workbench& bench_;
+  const QuantConfig& base_;
+  const LayerConfig& lifted_;
+  const Objective& objective_;
+  std::map<std::set<std::string>, Verdict> verdicts_;
+};
+
+class Explorer : public search::SearchObserver {
+ public:
+  Explorer(const ExploreParams& params, const StepCallback& on_step)
+      : params_(params), options_(params.search), on_step_(on_step), start_(Clock::now()) {}
+
+  ExploreResult run() {
+    WarningCollector warnings;
+    const std::string& work_dir = params_.setup.work_dir;
+    if (work_dir.empty()) throw_bad_input(params_.setup.model_path, "explore needs a work dir");
+    fs::create_directories(work_dir);
+    result_.final_model_path = work_file("final.onnx");
+    result_.final_config_path = work_file("final_config.json");
+    result_.ledger_path = work_file("ledger.jsonl");
+    if (options_.resume && (!fs::exists(result_.ledger_path) || !fs::exists(work_file("run.json")))) {
+      throw_bad_input(work_dir, "nothing to resume: no ledger.jsonl and run.json here");
+    }
+    prepare();
+    explore();
+    result_.evaluations = bench_->evaluations();
+    check_runtime();
+    write_summary();
+    result_.seconds = seconds_since(start_);
+    result_.warnings = warnings.warnings();
+    return result_;
+  }
+
+  // --- SearchObserver ----------------------------------------------------------------------
+  void on_best(const std::set<std::string>& lifted, const Score& score) override {
+    if (score.replayed) {  // the ledger holds no model: rebuilt when the replay ends
+      pending_best_ = lifted;
+      return;
+    }
+    pending_best_.reset();
+    save_best(lifted, score);
+  }
+
+  void on_step(const ExploreStep& decided, const Score& score) override {
+    ExploreStep step = decided;
+    step.seconds = score.seconds;
+    if (score.replayed) {
+      const ExploreStep& recorded = *replay_->recorded(step.index);
+      if (recorded.decision != step.decision) {
+        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" +
+                                                 to_string(recorded.decision) + "' where its numbers say '" +
+                                                 to_string(step.decision) + "'");
+      }
+      ++result_.resumed_steps;
+      result_.steps.push_back(recorded);  // its line is already on disk
+      return;
+    }
+    ledger_ << search::step_to_json(step, score.metrics).dump() << '\n';
+    ledger_.flush();
+    if (!ledger_) throw_io(result_.ledger_path, "cannot append to the ledger (disk full?)");
+    result_.steps.push_back(step);
+    if (on_step_) on_step_(step);
+  }
+
+ private:
+  std::string work_file(const std::string& name) const { return (fs::path(params_.setup.work_dir) / name).string(); }
+
+  void prepare() {
+    const std::string& label = params_.setup.model_path;
+    if (options_.base_config) {
+      base_ = *options_.base_config;
+    } else {
+      auto base = preset_config(options_.base_preset);
+      if (!base) throw_bad_input("", "unknown base preset '" + options_.base_preset + "'");
+      base_ = *base;
+    }
+    const auto lift = preset_config(options_.lift);
+    const bool float_lift =
+        lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_integer;
+    if (!float_lift) throw_bad_input("", "cannot lift layers to '" + options_.lift + "' (BF16 or FP16)");
+    lifted_config_ = lift->global;
+    const DeviceProfile& device = params_.deployment.profile();
+    if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
+    if (const auto why = device_rejects(device, formats_used(*lift))) {
+      throw_bad_input("", "lifting to " + options_.lift + ": " + *why);
+    }
+    bench_ = std::make_unique<Workbench>(
+        params_.setup, params_.deployment,
+        WorkbenchOptions{.prepare = prepare_options(base_),
+                         .calibration_samples = static_cast<size_t>(base_.extra.num_calib_samples)});
+    result_.task = bench_->task();
+    result_.calibration_seconds = bench_->calibration_seconds();
+    objective_ = std::make_unique<Objective>(params_.setup.criterion.target, result_.task.type);
+    result_.objective_name = objective_->name();
+    evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, lifted_config_, *objective_);
+    // Every layer the base preset puts in integer formats is a candidate: compute layers and
+    // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
+    // (hard-swish and squeeze-excite blocks are Mul/Add chains).
+    candidates_ = bench_->integer_layers(base_);
+    result_.compute_layers = candidates_.size();
+    if (candidates_.empty()) throw_unsupported(label, "no compute layer to quantize with " + options_.base_preset);
+  }
+
+  // What a resumed run must share with the run it continues: the same model, starting point,
+  // ranking, criterion, limits and evaluation samples give the same remaining steps.
+  Json settings() const {
+    const DataSpec& data = params_.setup.evaluation;
+    const Criterion& criterion = params_.setup.criterion;
+    return {{"model_fingerprint", model_fingerprint(bench_->prepared())},
+            {"base", options_.base_config ? config_to_json(*options_.base_config) : Json(options_.base_preset)},
+            {"ranking", to_string(options_.ranking)},
+            {"search", to_string(options_.search)},
+            {"target", criterion.target ? criterion.target->text : ""},
+            {"atol", criterion.tolerance.atol},
+            {"rtol", criterion.tolerance.rtol},
+            {"lift", options_.lift},
+            {"bf16_budget", options_.bf16_budget},
+            {"max_iterations", options_.max_iterations},
+            {"evaluation", {{"files", data.data.files},
+                            {"random_samples", data.data.random_samples},
+                            {"seed", data.data.seed},
+                            {"preprocess", data.preprocess},
+                            {"image_size", {data.image_height, data.image_width}}}}};
+  }
+
+  // The ledger's complete steps, after checking run.json against this run's settings.
+  std::vector<ExploreStep> read_ledger_for_resume(const Json& current, std::string& complete_lines) const {
+    const std::string run_path = work_file("run.json");
+    Json previous;
+    try {
+      previous = Json::parse(read_file(run_path, "run settings"));
+    } catch (const Json::exception& e) {
+      throw_bad_input(run_path, std::string("not valid JSON: ") + e.what());
+    }
+    for (const auto& [key, value] : current.items()) {
+      if (!previous.contains(key) || previous[key] != value) {
+        throw_bad_input(run_path, "the run to resume used another " + key + " (" +
+                                      (previous.contains(key) ? previous[key].dump() : "none") + " vs " + value.dump() +
+                                      "): resume with the same settings or use a fresh --work-dir");
+      }
+    }
+    return search::parse_ledger(read_file(result_.ledger_path, "ledger"), result_.ledger_path, complete_lines);
+  }
 
   // The ranking a resumed run continues with: the one on disk, checked against the candidates.
   std::vector<std::string> load_ranking() const {
-    const std::string path = sensitivity_path();
+    const std::string path = work_file("sensitivity.json");
     std::vector<std::string> order;
     try {
       const Json j = Json::parse(read_file(path, "sensitivity ranking"));
-      if (j.at("ranking").get<std::string>() != to_string(params_.ranking)) {
+      if (j.at("ranking").get<std::string>() != to_string(options_.ranking)) {
         throw_bad_input(path, "made with ranking '" + j.at("ranking").get<std::string>() + "', not '" +
-                                  to_string(params_.ranking) + "'");
+                                  to_string(options_.ranking) + "'");
       }
       for (const auto& row : j.at("layers")) order.push_back(row.at("layer").get<std::string>());
     } catch (const Json::exception& e) {
@@ -191,15 +275,6 @@ class Explorer {
     std::sort(expected.begin(), expected.end());
     if (sorted != expected) throw_bad_input(path, "ranks other layers than this model's candidates");
     return order;
-  }
-
-  static const char* ranking_score_meaning(Ranking ranking) {
-    switch (ranking) {
-      case Ranking::kDynamicRange: return "max |activation| of the inputs";
-      case Ranking::kMeasured: return "objective gain when lifted alone";
-      case Ranking::kLayerError: return "noise-to-signal ratio the layer adds in full INT8 (output minus worst input)";
-    }
-    return "?";
   }
 
   // The noise each candidate adds: its output's noise-to-signal ratio in full INT8 minus the
@@ -236,20 +311,23 @@ class Explorer {
   std::vector<std::string> rank(const Score& int8) {
     std::map<std::string, double> score;
     std::map<std::string, double> tiebreak;  // measured: PSNR gain, for coarse objectives' ties
-    if (params_.ranking == Ranking::kDynamicRange) {
+    if (options_.ranking == Ranking::kDynamicRange) {
       std::map<std::string, const onnx::NodeProto*> nodes;
       for (const auto& node : bench_->prepared().graph().node()) nodes[node.name()] = &node;
+      const auto& tensors = bench_->stats().tensors;
       for (const auto& name : candidates_) {
         double range = 0;
         for (const auto& input : nodes.at(name)->input()) {
-          auto it = bench_->stats().tensors.find(input);
-          if (it != bench_->stats().tensors.end()) range = std::max({range, std::fabs(double(it->second.min)), std::fabs(double(it->second.max))});
+          auto it = tensors.find(input);
+          if (it != tensors.end()) {
+            range = std::max({range, std::fabs(double(it->second.min)), std::fabs(double(it->second.max))});
+          }
         }
         score[name] = range;
       }
-    } else if (params_.ranking == Ranking::kMeasured) {
+    } else if (options_.ranking == Ranking::kMeasured) {
       for (const auto& name : candidates_) {
-        const Score alone = evaluate({name});
+        const Score alone = evaluator_->evaluate({name}, name);
         score[name] = alone.objective - int8.objective;
         tiebreak[name] = alone.psnr_db - int8.psnr_db;
       }
@@ -262,408 +340,195 @@ class Explorer {
     });
     Json j = Json::array();
     for (const auto& name : order) j.push_back({{"layer", name}, {"score", score[name]}});
-    write_file_atomically(sensitivity_path(),
-                          Json{{"ranking", to_string(params_.ranking)},
-                               {"score", ranking_score_meaning(params_.ranking)},
-                               {"layers", j}}
-                                  .dump(2));
+    write_file_atomically(work_file("sensitivity.json"), Json{{"ranking", to_string(options_.ranking)},
+                                                              {"score", ranking_score_meaning(options_.ranking)},
+                                                              {"layers", j}}
+                                                             .dump(2));
     return order;
   }
 
-  void save_best(const std::set<std::string>& lifted, const Score& e) {
-    save_model(*e.model, result_.final_model_path);
-    save_config(config_for(lifted), result_.final_config_path);
-    result_.lifted_layers.assign(lifted.begin(), lifted.end());
-  }
-
-  // Appends the step to the ledger (flushed) and the result, then reports it.
-  void record(const ExploreStep& step, const Score& e) {
-    Json line = {{"step", step.index},       {"layer", step.layer},         {"decision", step.decision},
-                 {"objective", step.objective}, {"psnr_db", step.psnr_db},  {"pass_rate", step.pass_rate},
-                 {"meets_criterion", step.meets_criterion}, {"lifted_layers", step.lifted_layers},
-                 {"seconds", step.seconds}};
-    Json outputs = Json::array();
-    for (const auto& m : e.metrics) outputs.push_back(output_json(m));
-    line["outputs"] = outputs;
-    ledger_ << line.dump() << '\n';
-    ledger_.flush();
-    if (!ledger_) throw_io(result_.ledger_path, "cannot append to the ledger (disk full?)");
-    result_.steps.push_back(step);
-    if (on_step_) on_step_(step);
-  }
-
-  std::string run_settings_path() const { return (fs::path(params_.work_dir) / "run.json").string(); }
-
-  // What a resumed run must share with the run it continues: the same model, starting point,
-  // ranking, criterion, limits and evaluation samples give the same remaining steps.
-  Json settings() const {
-    const DataSpec& data = params_.evaluation;
-    return {{"model_fingerprint", model_fingerprint(bench_->prepared())},
-            {"base", params_.base_config ? config_to_json(*params_.base_config) : Json(params_.base_preset)},
-            {"ranking", to_string(params_.ranking)},
-            {"search", to_string(params_.search)},
-            {"target", params_.target ? params_.target->text : ""},
-            {"atol", params_.tolerance.atol},
-            {"rtol", params_.tolerance.rtol},
-            {"lift", params_.lift},
-            {"bf16_budget", params_.bf16_budget},
-            {"max_iterations", params_.max_iterations},
-            {"evaluation", {{"files", data.data.files},
-                            {"random_samples", data.data.random_samples},
-                            {"seed", data.data.seed},
-                            {"preprocess", data.preprocess},
-                            {"image_size", {data.image_height, data.image_width}}}}};
-  }
-
-  // The ledger's complete lines (a line cut by a crash is dropped), checked against run.json.
-  std::vector<ExploreStep> read_ledger_for_resume(const Json& current, std::string& complete_lines) {
-    const std::string run_path = run_settings_path();
-    Json previous;
-    try {
-      previous = Json::parse(read_file(run_path, "run settings"));
-    } catch (const Json::exception& e) {
-      throw_bad_input(run_path, std::string("not valid JSON: ") + e.what());
-    }
-    for (const auto& [key, value] : current.items()) {
-      if (!previous.contains(key) || previous[key] != value) {
-        throw_bad_input(run_path, "the run to resume used another " + key + " (" +
-                                      (previous.contains(key) ? previous[key].dump() : "none") + " vs " + value.dump() +
-                                      "): resume with the same settings or use a fresh --work-dir");
-      }
-    }
-    std::vector<ExploreStep> steps;
-    std::istringstream lines(read_file(result_.ledger_path, "ledger"));
-    std::string text;
-    size_t line_number = 0;
-    while (std::getline(lines, text)) {
-      ++line_number;
-      try {
-        const Json j = Json::parse(text);
-        ExploreStep step;
-        step.index = j.at("step").get<size_t>();
-        step.layer = j.at("layer").get<std::string>();
-        step.decision = j.at("decision").get<std::string>();
-        step.objective = j.at("objective").get<double>();
-        step.psnr_db = j.at("psnr_db").get<double>();
-        step.pass_rate = j.at("pass_rate").get<double>();
-        step.meets_criterion = j.at("meets_criterion").get<bool>();
-        step.lifted_layers = j.at("lifted_layers").get<size_t>();
-        step.seconds = j.at("seconds").get<double>();
-        if (step.index != steps.size() + 1) throw_bad_input(result_.ledger_path, "line " + std::to_string(line_number) + ": step " + std::to_string(step.index) + " out of order");
-        steps.push_back(std::move(step));
-        complete_lines += text + '\n';
-      } catch (const Json::exception& e) {
-        if (lines.peek() != std::char_traits<char>::eof()) {
-          throw_bad_input(result_.ledger_path, "line " + std::to_string(line_number) + ": " + e.what());
-        }
-        log_warning(result_.ledger_path + ": dropped the incomplete last line (the run stopped while writing it)");
-      }
-    }
-    return steps;
-  }
-
-  void search() {
-    const Json current_settings = settings();
-    std::vector<ExploreStep> replay;
-    std::string ledger_text;  // a resumed ledger keeps its complete lines and is appended to
-    if (params_.resume) {
-      replay = read_ledger_for_resume(current_settings, ledger_text);
-    } else {
-      write_file_atomically(run_settings_path(), current_settings.dump(2));
-    }
-    write_file_atomically(result_.ledger_path, ledger_text);
-    ledger_.open(result_.ledger_path, std::ios::app);
-    if (!ledger_) throw_io(result_.ledger_path, "cannot write the ledger");
-
-    const Score int8 = evaluate({});
-    result_.int8_metrics = int8.metrics;
-    if (replay.empty()) save_best({}, int8);
-    if (int8.verdict.pass) {
-      result_.stop_reason = result_.task.type == TaskType::kClassification && !params_.target
-                                ? "pre-exploration gate: top-1 already agrees with full INT8"
-                                : "full INT8 already meets the criterion";
-      finish(int8);
-      return;
-    }
-    const Score all_lifted = evaluate(std::set<std::string>(candidates_.begin(), candidates_.end()));
-    result_.lifted_metrics = all_lifted.metrics;
-    if (!all_lifted.verdict.pass) {
-      result_.stop_reason = "full " + lift_name_ + " misses the criterion too (" + all_lifted.verdict.reason +
-                            "): out of reach by precision alone" + fp16_hint();
-      finish(int8);
-      return;
-    }
-    result_.ranking = params_.resume && fs::exists(sensitivity_path()) ? load_ranking() : rank(int8);
-    if (replay.size() > result_.ranking.size()) throw_bad_input(result_.ledger_path, "more steps than ranked layers");
-    const size_t max_iterations =
-        params_.max_iterations ? params_.max_iterations : std::min(kMaxIterationsCap, candidates_.size());
-    const auto budget = std::max<size_t>(
-        1, static_cast<size_t>(std::floor(params_.bf16_budget * static_cast<double>(candidates_.size()))));
-    Score best = int8;
-    if (params_.search == SearchMode::kBisection) {
-      bisect(replay, best, budget, max_iterations, all_lifted);
-    } else {
-      greedy(replay, best, budget, max_iterations);
-    }
-    finish(best);
-  }
-
-  // Step `i`: replayed from the ledger when it is there (checked to be the same trial), else
-  // one evaluation of `trial`. Fills the step's label and numbers; the caller decides.
-  Score trial_step(size_t i, const std::vector<ExploreStep>& replay, const std::set<std::string>& trial,
-                   const std::string& label, ExploreStep& step) {
-    if (i < replay.size()) {
-      step = replay[i];
-      if (step.layer != label) {
-        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " tried '" + step.layer +
-                                                 "' where this run tries '" + label + "'");
-      }
-      Score e;
-      e.objective = step.objective;
-      e.psnr_db = step.psnr_db;
-      e.pass_rate = step.pass_rate;
-      e.verdict.pass = step.meets_criterion;
-      return e;
-    }
-    Score e = evaluate(trial);
-    step.index = result_.steps.size() + 1;
-    step.layer = label;
-    step.objective = e.objective;
-    step.psnr_db = e.psnr_db;
-    step.pass_rate = e.pass_rate;
-    step.meets_criterion = e.verdict.pass;
-    return e;
+  void save_best(const std::set<std::string>& lifted, const Score& score) {
+    save_model(*score.model, result_.final_model_path);
+    save_config(evaluator_->config_for(lifted), result_.final_config_path);
+    best_ = score;
+    best_lifted_ = lifted;
   }
 
   // When BF16 is not enough and the device runs FP16 (3 more mantissa bits), one more
   // evaluation says whether lifting to FP16 would be.
   std::string fp16_hint() {
-    if (lift_name_ != "BF16" || !device_allows(device_profile(params_.device), FormatId::kFloat16)) return "";
+    const DeviceProfile& device = params_.deployment.profile();
+    if (options_.lift != "BF16" || !device_allows(device, FormatId::kFloat16)) return "";
     QuantConfig all_fp16 = base_;
     LayerOverride override_;
     override_.target_node_names = candidates_;
     override_.layer_config = preset_config("FP16")->global;
     all_fp16.specific.push_back(std::move(override_));
     const Evaluation e = bench_->evaluate(all_fp16);
-    char numbers[96];
-    std::snprintf(numbers, sizeof numbers, "PSNR %.2f dB, pass rate %.3f%%", e.psnr_db, 100 * e.pass_rate);
-    return e.verdict.pass ? std::string("; full FP16 passes (") + numbers + "): " + params_.device +
-                                " runs FP16, rerun with --lift FP16"
-                          : std::string("; full FP16 misses too (") + numbers + ")";
+    const std::string numbers =
+        "PSNR " + text::fixed(e.psnr_db) + " dB, pass rate " + text::fixed(100 * e.pass_rate, 3) + "%";
+    if (!e.verdict.pass) return "; full FP16 misses too (" + numbers + ")";
+    const size_t budget = static_cast<size_t>(std::floor(options_.bf16_budget * static_cast<double>(candidates_.size())));
+    std::string advice = "; full FP16 passes (" + numbers + "): " + device.name + " runs FP16, rerun with --lift FP16";
+    if (budget < candidates_.size()) {
+      advice += " and a larger --bf16-budget if the search stops at it (full FP16 lifts all " +
+                std::to_string(candidates_.size()) + " candidates; " + text::fixed(options_.bf16_budget) +
+                " allows " + std::to_string(std::max<size_t>(budget, 1)) + ", 1 allows every one)";
+    }
+    return advice;
   }
 
-  // Writes a new step (or counts a replayed one), and after the last replayed step rebuilds the
-  // best so far, whose model the ledger does not hold.
-  void conclude_step(size_t i, const std::vector<ExploreStep>& replay, ExploreStep& step, const Score& e,
-                     Clock::time_point t0, Score& best, const std::set<std::string>& best_lifted) {
-    if (i < replay.size()) {
-      ++result_.resumed_steps;
-      result_.steps.push_back(step);  // its ledger line is already on disk
-      if (i + 1 == replay.size() && best.metrics.empty()) {
-        best = evaluate(best_lifted);
-        save_best(best_lifted, best);
-      }
+  void explore() {
+    const Json current = settings();
+    std::vector<ExploreStep> replay;
+    std::string ledger_text;  // a resumed ledger keeps its complete lines and is appended to
+    if (options_.resume) {
+      replay = read_ledger_for_resume(current, ledger_text);
+    } else {
+      write_file_atomically(work_file("run.json"), current.dump(2));
+    }
+    write_file_atomically(result_.ledger_path, ledger_text);
+    ledger_.open(result_.ledger_path, std::ios::app);
+    if (!ledger_) throw_io(result_.ledger_path, "cannot write the ledger");
+
+    const Score int8 = evaluator_->evaluate({}, "full INT8");
+    result_.int8_metrics = int8.metrics;
+    if (options_.resume) {  // final.onnx holds the interrupted run's best: rebuilt when the replay ends
+      best_ = int8;
+    } else {
+      save_best({}, int8);
+    }
+    if (int8.pass) {
+      result_.stop_reason = result_.task.type == TaskType::kClassification && !params_.setup.criterion.target
+                                ? "pre-exploration gate: top-1 already agrees with full INT8"
+                                : "full INT8 already meets the criterion";
+      finish();
       return;
     }
-    step.seconds = seconds_since(t0);
-    record(step, e);
+    const std::set<std::string> everything(candidates_.begin(), candidates_.end());
+    const Score all_lifted = evaluator_->evaluate(everything, "full " + options_.lift);
+    result_.lifted_metrics = all_lifted.metrics;
+    if (!all_lifted.pass) {
+      result_.stop_reason = "full " + options_.lift + " misses the criterion too (" +
+                            evaluator_->verdict(everything).reason + "): out of reach by precision alone" + fp16_hint();
+      finish();
+      return;
+    }
+    result_.ranking = options_.resume && fs::exists(work_file("sensitivity.json")) ? load_ranking() : rank(int8);
+    if (replay.size() > result_.ranking.size() * 2) throw_bad_input(result_.ledger_path, "more steps than the search can take");
+
+    replay_ = std::make_unique<search::LedgerReplay>(std::move(replay), *evaluator_, result_.ledger_path, [this] {
+      if (pending_best_) {  // the best so far came from the ledger: rebuild its model
+        const std::set<std::string> lifted = *pending_best_;
+        pending_best_.reset();
+        save_best(lifted, evaluator_->evaluate(lifted, "best so far"));
+      }
+    });
+    const search::SearchLimits limits{
+        .budget = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.bf16_budget *
+                                                                     static_cast<double>(candidates_.size())))),
+        .max_iterations = options_.max_iterations ? options_.max_iterations
+                                                  : std::min(kMaxIterationsCap, candidates_.size()),
+        .min_gain = objective_->min_gain(),
+        .lift = options_.lift};
+    const search::SearchOutcome outcome =
+        options_.search == SearchMode::kBisection
+            ? search::bisection(result_.ranking, int8, all_lifted, limits, *replay_, *this)
+            : search::greedy(result_.ranking, int8, limits, *replay_, *this);
+    replay_->finish();
+    result_.stop_reason = outcome.stop_reason;
+    finish();
   }
 
-  // SPEC's search: promote layers one at a time in ranking order under the guardrails.
-  void greedy(const std::vector<ExploreStep>& replay, Score& best, size_t budget, size_t max_iterations) {
-    std::set<std::string> lifted;
-    std::vector<double> gains;  // PSNR gain of each accepted promotion
-    result_.stop_reason = "every ranked layer was tried";
-    for (size_t i = 0; i < result_.ranking.size(); ++i) {
-      const std::string& layer = result_.ranking[i];
-      if (result_.steps.size() >= max_iterations) {
-        result_.stop_reason = "max iterations (" + std::to_string(max_iterations) + ")";
-        break;
-      }
-      if (lifted.size() >= budget) {
-        result_.stop_reason = lift_name_ + " budget: " + std::to_string(lifted.size()) + " of " +
-                              std::to_string(candidates_.size()) + " candidate layers";
-        break;
-      }
-      std::set<std::string> trial = lifted;
-      trial.insert(layer);
-      const auto t0 = Clock::now();
-      ExploreStep step;
-      const Score e = trial_step(i, replay, trial, layer, step);
-      const std::string decision = promotion_decision(best.objective, e.objective, best.psnr_db, e.psnr_db);
-      if (i < replay.size() && decision != step.decision) {
-        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" + step.decision +
-                                                 "' where its numbers say '" + decision + "'");
-      }
-      step.decision = decision;
-      if (decision == std::string("accepted")) {
-        gains.push_back(e.psnr_db - best.psnr_db);
-        lifted = trial;
-        best = e;
-        if (i >= replay.size()) save_best(lifted, best);
-      }
-      step.lifted_layers = lifted.size();
-      conclude_step(i, replay, step, e, t0, best, lifted);
-      if (best.verdict.pass) {
-        result_.stop_reason = "criterion met";
-        break;
-      }
-      if (decision == std::string("accepted") && psnr_plateau(gains, kPlateauWindow, kPlateauDb)) {
-        double recent = 0;
-        for (size_t k = gains.size() - kPlateauWindow; k < gains.size(); ++k) recent += gains[k];
-        result_.stop_reason = "PSNR plateau (+" + std::to_string(recent) + " dB over the last " +
-                              std::to_string(kPlateauWindow) + " promotions)";
-        break;
-      }
-    }
-  }
-
-  // Bisection over the ranked list (AIMET AMP's idea): find the smallest k such that lifting
-  // the top k ranked layers meets the criterion, in about log2(budget) evaluations. Tries the
-  // budget first: when even that misses, the target is out of reach within the budget.
-  void bisect(const std::vector<ExploreStep>& replay, Score& best, size_t budget, size_t max_iterations,
-              const Score& all_lifted) {
-    size_t lo = 0;  // the top lo layers miss (full INT8 does)
-    size_t hi = std::min(budget, result_.ranking.size());
-    size_t k = hi;
-    std::set<std::string> best_lifted;
-    bool found = false;
-    if (hi == result_.ranking.size()) {
-      // The budget allows every candidate: that is the full-lift baseline, already measured.
-      found = true;
-      best = all_lifted;
-      best_lifted.insert(result_.ranking.begin(), result_.ranking.end());
-      if (replay.empty()) save_best(best_lifted, best);
-      k = lo + (hi - lo) / 2;
-      if (hi - lo <= 1) {
-        result_.stop_reason = "bisection: the top " + std::to_string(hi) + " ranked layers are the fewest that meet the criterion";
-        return;
-      }
-    }
-    for (size_t i = 0;; ++i) {
-      if (result_.steps.size() >= max_iterations) {
-        result_.stop_reason = "max iterations (" + std::to_string(max_iterations) + ")";
-        break;
-      }
-      const std::set<std::string> trial(result_.ranking.begin(), result_.ranking.begin() + static_cast<long>(k));
-      const auto t0 = Clock::now();
-      ExploreStep step;
-      const Score e = trial_step(i, replay, trial, "top " + std::to_string(k), step);
-      const std::string decision = e.verdict.pass ? "meets" : "misses";
-      if (i < replay.size() && decision != step.decision) {
-        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" + step.decision +
-                                                 "' where its numbers say '" + decision + "'");
-      }
-      step.decision = decision;
-      // The best so far: the smallest passing set, else the highest objective.
-      const bool better = e.verdict.pass ? (!found || k < best_lifted.size())
-                                         : (!found && promotion_decision(best.objective, e.objective, best.psnr_db,
-                                                                         e.psnr_db) == std::string("accepted"));
-      if (better) {
-        best = e;
-        best_lifted = trial;
-        found = found || e.verdict.pass;
-        if (i >= replay.size()) save_best(best_lifted, best);
-      }
-      (e.verdict.pass ? hi : lo) = k;
-      step.lifted_layers = best_lifted.size();
-      conclude_step(i, replay, step, e, t0, best, best_lifted);
-      if (!found && k == std::min(budget, result_.ranking.size())) {
-        result_.stop_reason = lift_name_ + " budget: the top " + std::to_string(k) + " of " +
-                              std::to_string(candidates_.size()) + " candidate layers still miss the criterion";
-        break;
-      }
-      if (hi - lo <= 1) {
-        result_.stop_reason = "bisection: the top " + std::to_string(hi) + " ranked layers are the fewest that meet the criterion";
-        break;
-      }
-      k = lo + (hi - lo) / 2;
-    }
-  }
-
-  void finish(const Score& best) {
-    result_.final_metrics = best.metrics;
-    result_.final_verdict = best.verdict;
-    const DeviceProfile& device = device_profile(params_.device);
-    const std::set<std::string> lifted(result_.lifted_layers.begin(), result_.lifted_layers.end());
-    result_.final_time_vs_bf16 = bench_->time_vs_full_bf16(config_for(lifted), device);
+  // The final assignment is the best saved (the search's best, its model rebuilt after a resume).
+  void finish() {
+    result_.lifted_layers.assign(best_lifted_.begin(), best_lifted_.end());
+    result_.final_metrics = best_.metrics;
+    result_.final_verdict = evaluator_->verdict(best_lifted_);
+    const DeviceProfile& device = params_.deployment.profile();
+    result_.final_time_vs_bf16 = bench_->time_vs_full_bf16(evaluator_->config_for(best_lifted_), device);
     result_.int8_time_vs_bf16 = bench_->time_vs_full_bf16(base_, device);
-    for (const auto& note : bench_->macs().notes) log_warning(params_.model_path + ": MAC estimate: " + note);
+    for (const auto& note : bench_->macs().notes) log_warning(params_.setup.model_path + ": MAC estimate: " + note);
+  }
+
+  // The final model on the deployment's provider, when that is not the CPU accuracy ran on.
+  void check_runtime() {
+    if (!params_.deployment.on_cpu()) result_.runtime_check = try_on_provider(params_.deployment, result_.final_model_path);
   }
 
   void write_summary() const {
     Json metrics = Json::array();
-    for (const auto& m : result_.final_metrics) metrics.push_back(output_json(m));
-    const Json summary = {{"model", params_.model_path},
-                          {"task", to_string(result_.task.type)},
-                          {"base", params_.base_config ? config_to_json(*params_.base_config) : Json(params_.base_preset)},
-                          {"ranking", to_string(params_.ranking)},
-                          {"search", to_string(params_.search)},
-                          {"stop_reason", result_.stop_reason},
-                          {"compute_layers", result_.compute_layers},
-                          {"lift", lift_name_},
-                          {"lifted_layer_count", result_.lifted_layers.size()},
-                          {"lifted_layers", result_.lifted_layers},
-                          {"verdict", {{"pass", result_.final_verdict.pass},
-                                       {"criterion", result_.final_verdict.criterion},
-                                       {"reason", result_.final_verdict.reason}}},
-                          {"final_metrics", metrics},
-                          {"evaluations", result_.evaluations},
-                          {"device", params_.device},
-                          {"expected_time_vs_full_bf16", {{"final", result_.final_time_vs_bf16},
-                                                          {"full_int8", result_.int8_time_vs_bf16},
-                                                          {"basis", "MAC-weighted nominal speeds of the device profile"}}},
-                          {"steps", result_.steps.size()}};
-    write_file_atomically((fs::path(params_.work_dir) / "summary.json").string(), summary.dump(2));
+    for (const auto& m : result_.final_metrics) metrics.push_back(search::output_to_json(m));
+    const Verdict& verdict = result_.final_verdict;
+    Json summary = {{"model", params_.setup.model_path},
+                    {"task", to_string(result_.task.type)},
+                    {"base", options_.base_config ? config_to_json(*options_.base_config) : Json(options_.base_preset)},
+                    {"ranking", to_string(options_.ranking)},
+                    {"search", to_string(options_.search)},
+                    {"stop_reason", result_.stop_reason},
+                    {"compute_layers", result_.compute_layers},
+                    {"lift", options_.lift},
+                    {"lifted_layer_count", result_.lifted_layers.size()},
+                    {"lifted_layers", result_.lifted_layers},
+                    {"verdict", {{"pass", verdict.pass}, {"criterion", verdict.criterion}, {"reason", verdict.reason}}},
+                    {"final_metrics", metrics},
+                    {"evaluations", result_.evaluations},
+                    {"device", params_.deployment.device},
+                    {"expected_time_vs_full_bf16", {{"final", result_.final_time_vs_bf16},
+                                                    {"full_int8", result_.int8_time_vs_bf16},
+                                                    {"basis", "MAC-weighted nominal speeds of the device profile"}}},
+                    {"steps", result_.steps.size()}};
+    if (result_.runtime_check) {
+      summary["runtime_check"] = {{"provider", result_.runtime_check->runtime},
+                                  {"ok", result_.runtime_check->ok},
+                                  {"detail", result_.runtime_check->detail}};
+    }
+    write_file_atomically(work_file("summary.json"), summary.dump(2));
   }
 
   const ExploreParams& params_;
+  const SearchOptions& options_;
   const StepCallback& on_step_;
   Clock::time_point start_;
   ExploreResult result_;
   QuantConfig base_;
   LayerConfig lifted_config_;
-  std::string lift_name_;
   std::unique_ptr<Workbench> bench_;
+  std::unique_ptr<Objective> objective_;
+  std::unique_ptr<WorkbenchEvaluator> evaluator_;
+  std::unique_ptr<search::LedgerReplay> replay_;
   std::vector<std::string> candidates_;
   std::ofstream ledger_;
+  Score best_;                                        // saved in final.onnx
+  std::set<std::string> best_lifted_;
+  std::optional<std::set<std::string>> pending_best_;  // a replayed best whose model is not built yet
 };
 
 }  // namespace
 
-const char* to_string(SearchMode mode) {
-  for (const auto& row : kSearchModes) {
-    if (row.mode == mode) return row.name;
-  }
-  return "?";
+const EnumNames<Ranking>& ranking_names() {
+  static constexpr EnumNames<Ranking> names{kRankingRows};
+  return names;
+}
+const EnumNames<SearchMode>& search_mode_names() {
+  static constexpr EnumNames<SearchMode> names{kSearchRows};
+  return names;
+}
+const EnumNames<Decision>& decision_names() {
+  static constexpr EnumNames<Decision> names{kDecisionRows};
+  return names;
 }
 
-std::optional<SearchMode> search_mode_from_name(const std::string& name) {
-  for (const auto& row : kSearchModes) {
-    if (name == row.name) return row.mode;
+Decision promotion_decision(double best_objective, double trial_objective, double best_psnr_db, double trial_psnr_db,
+                            double min_gain) {
+  if (std::fabs(trial_objective - best_objective) > min_gain) {
+    return trial_objective > best_objective ? Decision::kAccepted : Decision::kRolledBack;
   }
-  return std::nullopt;
-}
-
-const char* to_string(Ranking ranking) {
-  for (const auto& row : kRankings) {
-    if (row.ranking == ranking) return row.name;
+  const double psnr_gain = metric_traits(AccuracyTarget::kPsnr).min_gain;
+  if (std::fabs(trial_psnr_db - best_psnr_db) > psnr_gain) {
+    return trial_psnr_db > best_psnr_db ? Decision::kAccepted : Decision::kRolledBack;
   }
-  return "?";
-}
-
-std::optional<Ranking> ranking_from_name(const std::string& name) {
-  for (const auto& row : kRankings) {
-    if (name == row.name) return row.ranking;
-  }
-  return std::nullopt;
-}
-
-const char* promotion_decision(double best_objective, double trial_objective, double best_psnr_db,
-                               double trial_psnr_db) {
-  if (trial_objective != best_objective) return trial_objective > best_objective ? "accepted" : "rolled back";
-  if (trial_psnr_db != best_psnr_db) return trial_psnr_db > best_psnr_db ? "accepted" : "rolled back";
-  return "skipped";
+  return Decision::kSkipped;
 }
 
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window, double min_gain_db) {

@@ -11,7 +11,7 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 #include "workflow/evaluate_preset.h"
 
 namespace mixprec {
@@ -67,28 +67,16 @@ Recommendation recommend(const DryRunReport& report) {
 
 DryRunReport dry_run(const DryRunParams& params) {
   WarningCollector warnings;
-  const DeviceProfile& device = device_profile(params.device);
+  const DeviceProfile& device = params.deployment.profile();
   DryRunReport report;
   report.device = device.name;
-  fs::create_directories(params.work_dir);
+  const std::string& work_dir = params.setup.work_dir;
+  fs::create_directories(work_dir);
 
   const auto xint8 = preset_config("XINT8");
-  WorkbenchOptions options{.model_path = params.model_path,
-                           .stats_path = (fs::path(params.work_dir) / "stats.json").string(),
-                           .calibration = params.calibration,
-                           .evaluation = params.evaluation,
-                           .calibration_samples = static_cast<size_t>(xint8->extra.num_calib_samples),
-                           .prepare = prepare_options(*xint8),  // the rows share one preparation
-                           .tolerance = params.tolerance,
-                           .target = params.target,
-                           .session = params.session,
-                           .progress = params.progress};
-  if (options.calibration.data.files.empty() && options.calibration.data.random_samples == 0) {
-    log_warning(params.model_path + ": no calibration data given; calibrating on the evaluation samples, "
-                                    "which flatters INT8 (give --calibration-data)");
-    options.calibration = params.evaluation;
-  }
-  Workbench bench(options);
+  Workbench bench(params.setup, params.deployment,
+                  {.prepare = prepare_options(*xint8),  // the rows share one preparation
+                   .calibration_samples = static_cast<size_t>(xint8->extra.num_calib_samples)});
   report.task = bench.task();
   report.samples = bench.samples();
   report.data_description = bench.data_description();
@@ -98,7 +86,8 @@ DryRunReport dry_run(const DryRunParams& params) {
   for (const auto& choice : kChoices) {
     DryRunRow row;
     evaluate_preset(bench, device, choice.preset, choice.label,
-                    (fs::path(params.work_dir) / ("dry_run_" + std::string(choice.preset) + ".onnx")).string(), row);
+                    (fs::path(work_dir) / ("dry_run_" + std::string(choice.preset) + ".onnx")).string(), row);
+    if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, row.model_path));
     report.rows.push_back(std::move(row));
   }
   report.recommendation = recommend(report);

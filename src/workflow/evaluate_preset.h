@@ -6,7 +6,7 @@
 
 #include "mixprec/devices.h"
 #include "mixprec/workflow.h"
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 
 namespace mixprec {
 

@@ -6,12 +6,12 @@
 // dry-run and requantize modes run mixprec/workflow.h and report it as phases.
 #include "mixprec/guide.h"
 
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <sstream>
 
+#include "common/text.h"
+#include "common/timing.h"
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -19,20 +19,12 @@
 #include "mixprec/model_io.h"
 #include "mixprec/run.h"
 #include "mixprec/workflow_report.h"
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-std::string fixed(double value, int digits = 2) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
+using text::fixed;
 
 struct ModeRow {
   GuideMode mode;
@@ -99,7 +91,7 @@ LatencyStats time_runs(const Session& session, const NamedTensors& sample, size_
   for (size_t i = 0; i < runs; ++i) {
     const auto t0 = Clock::now();
     session.run(sample);
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    times.push_back(milliseconds_since(t0));
   }
   return summarize_latency(std::move(times));
 }
@@ -111,9 +103,9 @@ class Guide {
   GuideReport run() {
     WarningCollector warnings;
     report_.mode = params_.mode;
-    device_ = &device_profile(params_.device);  // an unknown device fails before any work
-    if (params_.work_dir.empty()) throw_bad_input("", "guide needs a work dir");
-    fs::create_directories(params_.work_dir);
+    device_ = &params_.deployment.profile();  // an unknown device fails before any work
+    if (params_.setup.work_dir.empty()) throw_bad_input("", "guide needs a work dir");
+    fs::create_directories(params_.setup.work_dir);
     switch (params_.mode) {
       case GuideMode::kFull: full(); break;
       case GuideMode::kDryRun: dry(); break;
@@ -140,7 +132,7 @@ class Guide {
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) current_.lines.push_back(line);
   }
-  std::string work_file(const std::string& name) const { return (fs::path(params_.work_dir) / name).string(); }
+  std::string work_file(const std::string& name) const { return (fs::path(params_.setup.work_dir) / name).string(); }
 
   // --- full mode -------------------------------------------------------------------------
   void full() {
@@ -152,20 +144,11 @@ class Guide {
     const QuantConfig config = choose_config(analysis);
 
     begin("calibrate");
-    Workbench bench({.model_path = params_.model_path,
-                     .stats_path = work_file("stats.json"),
-                     .calibration = params_.calibration,
-                     .evaluation = params_.evaluation,
-                     .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
-                     .prepare = prepare_options(config),
-                     .tolerance = params_.tolerance,
-                     .target = params_.target,
-                     .session = accuracy_session(),
-                     .progress = params_.progress});
+    Workbench bench = workbench(config);
     current_.lines.push_back(bench.stats_reused()
-                                 ? "statistics reused from " + work_file("stats.json")
+                                 ? "statistics reused from " + bench.stats_path()
                                  : bench.stats().data_description + " in " + fixed(bench.calibration_seconds()) +
-                                       " s, saved to " + work_file("stats.json"));
+                                       " s, saved to " + bench.stats_path());
     current_.lines.push_back(std::to_string(bench.stats().tensors.size()) + " tensors (min/max/histogram, streamed)");
     end(bench.calibration_seconds());
 
@@ -211,17 +194,7 @@ class Guide {
   // goes through compile (and exec).
   void ladder_strategy() {
     begin("ladder");
-    LadderParams p;
-    p.model_path = params_.model_path;
-    p.work_dir = params_.work_dir;
-    p.calibration = params_.calibration;
-    p.evaluation = params_.evaluation;
-    p.device = params_.device;
-    p.tolerance = params_.tolerance;
-    p.target = params_.target;
-    p.session = params_.session;
-    p.progress = params_.progress;
-    LadderReport r = ladder(p);
+    LadderReport r = ladder({params_.setup, params_.deployment});
     add_lines(ladder_text(r));
     report_.pass = r.chosen != "float";
     current_.status = report_.pass ? "pass" : "fail";
@@ -236,13 +209,7 @@ class Guide {
     end();
     if (!report_.pass) return;
     const QuantConfig config = *preset_config(chosen);
-    Workbench bench({.model_path = params_.model_path,
-                     .stats_path = work_file("stats.json"),  // the ladder's: no second calibration
-                     .calibration = params_.calibration,
-                     .evaluation = params_.evaluation,
-                     .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
-                     .tolerance = params_.tolerance,
-                     .target = params_.target});
+    Workbench bench = workbench(config);  // the ladder's statistics: no second calibration
     compile_phase(bench, config);
   }
 
@@ -284,10 +251,11 @@ class Guide {
 
   ModelAnalysis analyze() {
     begin("analyze");
-    const onnx::ModelProto model = load_model(params_.model_path);
-    ModelAnalysis analysis = analyze_model(model, params_.model_path);
+    const std::string& model_path = params_.setup.model_path;
+    const onnx::ModelProto model = load_model(model_path);
+    ModelAnalysis analysis = analyze_model(model, model_path);
     if (analysis.quantization.state != QuantState::kFloat) {
-      throw_bad_input(params_.model_path, std::string("already quantized (") + to_string(analysis.quantization.state) +
+      throw_bad_input(model_path, std::string("already quantized (") + to_string(analysis.quantization.state) +
                                               "): use --mode requantize --config CONFIG to quantize it differently");
     }
     current_.lines.push_back("task " + std::string(to_string(analysis.task.type)) + ": " + analysis.task.reason);
@@ -322,15 +290,20 @@ class Guide {
       }
     }
     if (const auto why = device_rejects(*device_, formats_used(config))) {
-      throw_bad_input(params_.config_path.empty() ? params_.model_path : params_.config_path, *why);
+      throw_bad_input(params_.config_path.empty() ? params_.setup.model_path : params_.config_path, *why);
     }
     current_.lines.push_back("formats: " + format_names(formats_used(config)));
     end();
     return config;
   }
 
-  // Accuracy is always measured on CPU (exact emulation); the chosen provider serves compile/exec.
-  static SessionOptions accuracy_session() { return SessionOptions{}; }
+  // The workbench of the phases after config: accuracy on CPU (the workbench's own rule), the
+  // statistics in the work dir, shared with explore, the ladder and a rerun.
+  Workbench workbench(const QuantConfig& config) const {
+    return Workbench(params_.setup, params_.deployment,
+                     {.prepare = prepare_options(config),
+                      .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples)});
+  }
 
   void explore_phase(const QuantConfig& config, const Evaluation& quantized) {
     begin("explore");
@@ -347,23 +320,10 @@ class Guide {
       end();
       return;
     }
-    ExploreParams ep;
-    ep.model_path = params_.model_path;
-    ep.work_dir = params_.work_dir;
-    ep.base_config = config;
-    ep.device = params_.device;
-    ep.calibration = params_.calibration;
-    ep.evaluation = params_.evaluation;
-    ep.tolerance = params_.tolerance;
-    ep.target = params_.target;
-    ep.ranking = params_.ranking;
-    ep.lift = params_.lift;
-    ep.search = params_.search;
-    ep.bf16_budget = params_.bf16_budget;
-    ep.max_iterations = params_.max_iterations;
-    ep.session = accuracy_session();
-    ExploreResult r = explore(ep, [this](const ExploreStep& s) {
-      current_.lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + s.decision + ", PSNR " +
+    SearchOptions search = params_.search;
+    search.base_config = config;
+    ExploreResult r = explore({params_.setup, params_.deployment, search}, [this](const ExploreStep& s) {
+      current_.lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + to_string(s.decision) + ", PSNR " +
                                fixed(s.psnr_db) + " dB, pass " + fixed(100 * s.pass_rate, 3) + "%, best so far " +
                                std::to_string(s.lifted_layers) + " lifted, " + fixed(s.seconds) + " s");
     });
@@ -379,9 +339,10 @@ class Guide {
       layers += ", ... (" + std::to_string(r.lifted_layers.size() - kLayersShown) + " more in " + r.final_config_path + ")";
     }
     current_.lines.push_back(std::to_string(r.lifted_layers.size()) + " of " + std::to_string(r.compute_layers) +
-                             " layers lifted to " + params_.lift + (layers.empty() ? "" : ": " + layers));
+                             " layers lifted to " + search.lift + (layers.empty() ? "" : ": " + layers));
     if (!r.final_metrics.empty()) current_.lines.push_back(worst_line(r.final_metrics));
-    current_.lines.push_back(std::to_string(r.evaluations) + " evaluations, ranking " + to_string(params_.ranking) + ", search " + to_string(params_.search) +
+    current_.lines.push_back(std::to_string(r.evaluations) + " evaluations, ranking " + to_string(search.ranking) +
+                             ", search " + to_string(search.search) +
                              "; ledger " + r.ledger_path);
     report_.final_model_path = r.final_model_path;
     report_.final_config_path = r.final_config_path;
@@ -432,12 +393,12 @@ class Guide {
   // folder and key; the user's --ep-option values win), device, formats and edge quantization.
   void write_provider_config(const QuantConfig& final_config, const nlohmann::ordered_json& edges,
                              SessionOptions& options) {
-    if (!device_->requires_power_of_two && !is_vitisai(params_.session.provider)) return;
+    if (!device_->requires_power_of_two && !is_vitisai(params_.deployment.provider)) return;
     std::map<std::string, std::string> provider_options = {
         {"cache_dir", fs::absolute(work_file("vitisai_cache")).string()},
         {"cache_key", fs::path(report_.final_model_path).stem().string()},
         {"log_level", "warning"}};
-    for (const auto& [key, value] : params_.session.provider_options) provider_options[key] = value;
+    for (const auto& [key, value] : params_.deployment.provider_options) provider_options[key] = value;
     std::vector<std::string> formats;
     for (FormatId id : formats_used(final_config)) formats.emplace_back(format_traits(id).name);
     const nlohmann::ordered_json config = {
@@ -453,13 +414,12 @@ class Guide {
     write_file_atomically(path, config.dump(2) + "\n");
     report_.provider_config_path = path;
     current_.lines.push_back("provider config: " + path + " (VitisAI, cache " + provider_options["cache_dir"] + ")");
-    if (is_vitisai(params_.session.provider)) options.provider_options = provider_options;
+    if (is_vitisai(params_.deployment.provider)) options.provider_options = provider_options;
   }
 
   void compile_phase(Workbench& bench, const QuantConfig& config) {
     begin("compile");
-    SessionOptions options = params_.session;
-    options.optimization = GraphOptimization::kAll;
+    SessionOptions options = params_.deployment.session(GraphOptimization::kAll);
     const ModelAnalysis final_analysis = analyze_model(load_model(report_.final_model_path), report_.final_model_path);
     const QuantConfig final_config = load_config(report_.final_config_path);
     write_provider_config(final_config, edge_check(final_analysis), options);
@@ -472,7 +432,7 @@ class Guide {
     saving.optimization = GraphOptimization::kExtended;
     saving.optimized_model_path = work_file("final.optimized.onnx");
     Session::from_file(report_.final_model_path, saving);
-    current_.lines.push_back("session on " + params_.session.provider + " with every graph optimization: " +
+    current_.lines.push_back("session on " + params_.deployment.provider + " with every graph optimization: " +
                              fixed(build_ms, 1) + " ms; optimized graph " + saving.optimized_model_path);
     partition_lines(bench, load_model(saving.optimized_model_path));
     const Coverage& c = final_analysis.coverage;
@@ -488,22 +448,22 @@ class Guide {
                              fixed(bench.time_vs_full_bf16(final_config, *device_)) + "x full BF16, " +
                              fixed(bench.time_vs_full_bf16(config, *device_)) + "x for the starting config (" +
                              fixed(bench.macs().total / 1e6, 1) + " M MACs, nominal device speeds)");
-    for (const auto& note : bench.macs().notes) log_warning(params_.model_path + ": MAC estimate: " + note);
+    for (const auto& note : bench.macs().notes) log_warning(params_.setup.model_path + ": MAC estimate: " + note);
     end();
     if (params_.stage != GuideStage::kExec) return;
 
     begin("exec");
-    const Session reference = Session::from_file(params_.model_path, options);
+    const Session reference = Session::from_file(params_.setup.model_path, options);
     const LatencyStats fp32 = time_runs(reference, bench.sample(0), params_.latency_runs);
     const LatencyStats final_latency = time_runs(final_session, bench.sample(0), params_.latency_runs);
     current_.lines.push_back("FP32   min " + fixed(fp32.min_ms) + " ms, median " + fixed(fp32.median_ms) + " ms (" +
-                             std::to_string(fp32.runs) + " runs on " + params_.session.provider + ")");
+                             std::to_string(fp32.runs) + " runs on " + params_.deployment.provider + ")");
     current_.lines.push_back("final  min " + fixed(final_latency.min_ms) + " ms, median " +
                              fixed(final_latency.median_ms) + " ms");
     const double speedup = final_latency.median_ms > 0 ? fp32.median_ms / final_latency.median_ms : 0;
     current_.lines.push_back("speed-up " + fixed(speedup) + "x (median)");
     if (speedup < 1) {
-      current_.lines.push_back("red flag: slower than FP32 on " + params_.session.provider +
+      current_.lines.push_back("red flag: slower than FP32 on " + params_.deployment.provider +
                                ". BF16/FP16 layers run here as emulation (cast pairs), and int8 Q/DQ that the "
                                "provider does not fuse into integer kernels only add work; time it on the device's "
                                "own provider (--ep)");
@@ -532,14 +492,14 @@ class Guide {
       }
       if (int8.median_ms > bf16.median_ms) {
         current_.lines.push_back("red flag: full INT8 (" + fixed(int8.median_ms) + " ms) is slower than full BF16 (" +
-                                 fixed(bf16.median_ms) + " ms) on " + params_.session.provider +
+                                 fixed(bf16.median_ms) + " ms) on " + params_.deployment.provider +
                                  ": its Q/DQ are not fused into integer kernels here (see the compile phase's share)");
       }
     }
     if (mixed(final_config) && final_latency.median_ms > bf16.median_ms) {
       current_.lines.push_back("red flag: the mixed model (" + fixed(final_latency.median_ms) +
                                " ms) is slower than full BF16 (" + fixed(bf16.median_ms) + " ms) on " +
-                               params_.session.provider +
+                               params_.deployment.provider +
                                ": each INT8/BF16 boundary adds conversions; fewer, larger islands or full BF16 may be "
                                "the better deployment");
     }
@@ -553,7 +513,7 @@ class Guide {
     for (const auto& [op, count] : p.integer_kernels) {
       kernels += (kernels.empty() ? "" : ", ") + std::to_string(count) + " " + op;
     }
-    current_.lines.push_back(params_.session.provider + " kernels: " + fixed(100 * p.integer_share(), 1) +
+    current_.lines.push_back(params_.deployment.provider + " kernels: " + fixed(100 * p.integer_share(), 1) +
                              "% of MACs in integer kernels" + (kernels.empty() ? "" : " (" + kernels + ")") + ", " +
                              std::to_string(p.float_nodes.size()) + " compute nodes in float; " +
                              std::to_string(p.quantize_linear) + " Q / " + std::to_string(p.dequantize_linear) +
@@ -574,16 +534,7 @@ class Guide {
   // --- the other modes -------------------------------------------------------------------
   void dry() {
     begin("dry-run");
-    DryRunParams p;
-    p.model_path = params_.model_path;
-    p.work_dir = params_.work_dir;
-    p.calibration = params_.calibration;
-    p.evaluation = params_.evaluation;
-    p.device = params_.device;
-    p.tolerance = params_.tolerance;
-    p.target = params_.target;
-    p.progress = params_.progress;
-    DryRunReport r = dry_run(p);
+    DryRunReport r = dry_run({params_.setup, params_.deployment});
     add_lines(dry_run_text(r));
     report_.outcome = "recommendation: " + r.recommendation.action + ": " + r.recommendation.reason;
     write_file_atomically(work_file("dry_run.json"), dry_run_to_json(r).dump(2));
@@ -594,16 +545,9 @@ class Guide {
   void requantize_mode() {
     if (params_.config_path.empty()) throw_bad_input("", "--mode requantize needs --config (the new config)");
     begin("requantize");
-    RequantizeParams p;
-    p.model_path = params_.model_path;
-    p.config_path = params_.config_path;
+    RequantizeParams p{params_.setup, params_.deployment};
+    p.config.path = params_.config_path;
     p.output_path = work_file("requantized.onnx");
-    p.work_dir = params_.work_dir;
-    p.calibration = params_.calibration;
-    p.evaluation = params_.evaluation;
-    p.tolerance = params_.tolerance;
-    p.target = params_.target;
-    p.progress = params_.progress;
     RequantizeReport r = requantize(p);
     add_lines(requantize_text(r));
     current_.status = r.new_verdict.pass ? "pass" : "fail";

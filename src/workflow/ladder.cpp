@@ -8,7 +8,7 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 #include "workflow/evaluate_preset.h"
 
 namespace mixprec {
@@ -29,43 +29,28 @@ constexpr RungRow kRungs[] = {
 
 LadderReport ladder(const LadderParams& params) {
   WarningCollector warnings;
-  const DeviceProfile& device = device_profile(params.device);
+  const DeviceProfile& device = params.deployment.profile();
   LadderReport report;
   report.device = device.name;
-  fs::create_directories(params.work_dir);
+  const std::string& work_dir = params.setup.work_dir;
+  fs::create_directories(work_dir);
   // The rungs share one preparation and calibration: the first rung's.
   const QuantConfig first = *preset_config(device.requires_power_of_two ? kRungs[0].power_of_two_preset : kRungs[0].preset);
-  Workbench bench({.model_path = params.model_path,
-                   .stats_path = (fs::path(params.work_dir) / "stats.json").string(),
-                   .calibration = params.calibration,
-                   .evaluation = params.evaluation,
-                   .calibration_samples = static_cast<size_t>(first.extra.num_calib_samples),
-                   .prepare = prepare_options(first),
-                   .tolerance = params.tolerance,
-                   .target = params.target,
-                   .progress = params.progress});
+  Workbench bench(params.setup, params.deployment,
+                  {.prepare = prepare_options(first),
+                   .calibration_samples = static_cast<size_t>(first.extra.num_calib_samples)});
   report.task = bench.task();
   report.samples = bench.samples();
   report.data_description = bench.data_description();
-  report.runtimes.push_back({"CPUExecutionProvider", params.model_path, true, "FP32 reference and every accuracy run"});
+  report.runtimes.push_back(
+      {"CPUExecutionProvider", params.setup.model_path, true, "FP32 reference and every accuracy run"});
 
   for (const auto& row : kRungs) {
     const std::string preset = device.requires_power_of_two ? row.power_of_two_preset : row.preset;
     LadderRung rung;
-    const Evaluation e =
-        evaluate_preset(bench, device, preset, std::string(row.label) + " (" + preset + ")",
-                        (fs::path(params.work_dir) / ("ladder_" + preset + ".onnx")).string(), rung);
-    if (params.session.provider != "CPU" && params.session.provider != "CPUExecutionProvider") {
-      RuntimeTrial trial{params.session.provider, rung.model_path, false, ""};
-      try {
-        Session::from_model(*e.model, params.model_path, params.session);
-        trial.ok = true;
-        trial.detail = "session built";
-      } catch (const Error& error) {
-        trial.detail = error.message();
-      }
-      report.runtimes.push_back(std::move(trial));
-    }
+    evaluate_preset(bench, device, preset, std::string(row.label) + " (" + preset + ")",
+                    (fs::path(work_dir) / ("ladder_" + preset + ".onnx")).string(), rung);
+    if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, rung.model_path));
     const bool usable = rung.verdict.pass && rung.on_device;
     report.rungs.push_back(std::move(rung));
     if (usable) {

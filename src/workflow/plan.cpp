@@ -14,7 +14,7 @@
 #include "mixprec/json_schema.h"
 #include "mixprec/metrics.h"
 #include "mixprec/model_io.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 #include "mixprec/runtime.h"
 
 namespace mixprec {
@@ -156,12 +156,12 @@ class Planner {
   explicit Planner(const PlanParams& params) : params_(params) {}
 
   QuantPlan run() {
-    const onnx::ModelProto model = load_model(params_.model_path, {.load_external_data = false});
-    analysis_ = analyze_model(model, params_.model_path);
+    const onnx::ModelProto model = load_model(params_.setup.model_path, {.load_external_data = false});
+    analysis_ = analyze_model(model, params_.setup.model_path);
     refuse_quantized();
-    plan_.model_path = params_.model_path;
+    plan_.model_path = params_.setup.model_path;
     plan_.model_fingerprint = model_fingerprint(model);
-    plan_.model_bytes = model_bytes(model, params_.model_path);
+    plan_.model_bytes = model_bytes(model, params_.setup.model_path);
     plan_.architecture = analysis_.architecture.type;
     plan_.task = analysis_.task.type;
     plan_.target = params_.target;
@@ -188,7 +188,7 @@ class Planner {
   void refuse_quantized() {
     const QuantizationSummary& q = analysis_.quantization;
     if (q.state == QuantState::kFloat) return;
-    throw_bad_input(params_.model_path,
+    throw_bad_input(params_.setup.model_path,
                     std::string("the model is already quantized (") + to_string(q.state) + ": " +
                         std::to_string(q.quantize_linear) + " QuantizeLinear, " + std::to_string(q.dequantize_linear) +
                         " DequantizeLinear, " + std::to_string(q.cast_pairs_bf16 + q.cast_pairs_fp16) +
@@ -200,7 +200,7 @@ class Planner {
   // a high risk.
   void gate(const std::string& request, const std::string& why, const std::string& nearest) {
     if (!params_.force) {
-      throw_bad_input(params_.model_path, request + " is rejected for --target " +
+      throw_bad_input(params_.setup.model_path, request + " is rejected for --target " +
                                               to_string(params_.target) + ": " + why + "; nearest viable: " + nearest +
                                               " (--force keeps the request, recorded as a high risk)");
     }
@@ -213,12 +213,12 @@ class Planner {
       plan_.device = params_.device.empty() ? "ve2" : params_.device;
       const DeviceProfile& device = device_profile(plan_.device);
       if (!device.requires_power_of_two || device.name == std::string("cpu")) {
-        throw_bad_input(params_.model_path, "--device " + plan_.device + " is not an NPU; --target " +
+        throw_bad_input(params_.setup.model_path, "--device " + plan_.device + " is not an NPU; --target " +
                                                 to_string(params_.target) + " needs stx or ve2");
       }
     } else {
       if (!params_.device.empty() && params_.device != "cpu") {
-        throw_bad_input(params_.model_path, "--device " + params_.device + " is an NPU; --target " +
+        throw_bad_input(params_.setup.model_path, "--device " + params_.device + " is an NPU; --target " +
                                                 to_string(params_.target) + " runs on the host (use an npu_* target)");
       }
       plan_.device = "cpu";
@@ -273,7 +273,7 @@ class Planner {
       const std::vector<std::string> names = preset_names();
       const auto known = std::ranges::find_if(names, [&](const std::string& n) { return text::equal_ignoring_case(n, params_.preset); });
       if (known == names.end()) {
-        throw_bad_input(params_.model_path, "unknown --preset '" + params_.preset + "' (known: " + text::join(names) + ")");
+        throw_bad_input(params_.setup.model_path, "unknown --preset '" + params_.preset + "' (known: " + text::join(names) + ")");
       }
       plan_.preset = *known;
       reason = "--preset " + *known + (*known == choice.preset ? "; also the plan's choice: " + reason
@@ -371,7 +371,7 @@ class Planner {
       if (row == std::end(kAlgorithms)) {
         std::vector<std::string> names;
         for (const auto& a : kAlgorithms) names.emplace_back(a.name);
-        throw_bad_input(params_.model_path, "unknown --algorithm '" + requested + "' (known: " + text::join(names) + ")");
+        throw_bad_input(params_.setup.model_path, "unknown --algorithm '" + requested + "' (known: " + text::join(names) + ")");
       }
       if (std::ranges::find(plan_.algorithms, requested) != plan_.algorithms.end()) continue;
       plan_.algorithms.push_back(requested);
@@ -619,17 +619,18 @@ std::optional<std::string> plan_blocker(const QuantPlan& plan) {
 QuantizeReport quantize_with_plan(const std::string& plan_path, QuantizeParams params) {
   const QuantPlan plan = load_plan(plan_path);
   if (const auto why = plan_blocker(plan)) throw_bad_input(plan_path, *why);
-  if (!params.config_path.empty() || !params.preset.empty() || params.config || params.calib_method) {
+  if (params.config.given() > 0 || params.calib_method) {
     throw_bad_input(plan_path, "a plan carries its own config: give no --config, --preset or --calib-method with it");
   }
-  if (params.model_path.empty()) params.model_path = plan.model_path;
-  const std::string fingerprint = model_fingerprint(load_model(params.model_path, {.load_external_data = false}));
+  std::string& model_path = params.setup.model_path;
+  if (model_path.empty()) model_path = plan.model_path;
+  const std::string fingerprint = model_fingerprint(load_model(model_path, {.load_external_data = false}));
   if (fingerprint != plan.model_fingerprint) {
     throw_bad_input(plan_path, "the plan was made for another model (" + plan.model_path + ", fingerprint " +
-                                   plan.model_fingerprint + "); " + params.model_path + " has fingerprint " + fingerprint +
+                                   plan.model_fingerprint + "); " + model_path + " has fingerprint " + fingerprint +
                                    ": run `mixprec plan` on it");
   }
-  params.config = plan.config;
+  params.config.config = plan.config;
   return quantize_job(params);
 }
 

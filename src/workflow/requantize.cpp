@@ -11,51 +11,36 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
-
-QuantConfig resolve_config(const RequantizeParams& params) {
-  if (!params.config_path.empty() && !params.preset.empty()) {
-    throw_bad_input(params.config_path, "give a config file or a preset, not both");
-  }
-  if (!params.preset.empty()) {
-    auto config = preset_config(params.preset);
-    if (!config) throw_bad_input("", "unknown preset '" + params.preset + "'");
-    return *config;
-  }
-  if (params.config_path.empty()) throw_bad_input("", "requantize needs the new config (--config FILE or --preset NAME)");
-  return load_config(params.config_path);
-}
-
 }  // namespace
 
 RequantizeReport requantize(const RequantizeParams& params) {
   WarningCollector warnings;
   RequantizeReport report;
-  const QuantConfig config = resolve_config(params);  // a bad config fails before any work
-  if (params.output_path.empty()) throw_bad_input("", "requantize needs an output path");
-  const onnx::ModelProto quantized = load_model(params.model_path);
-  const ModelAnalysis analysis = analyze_model(quantized, params.model_path);
-  if (analysis.quantization.state == QuantState::kFloat) {
-    throw_bad_input(params.model_path, "not quantized, nothing to strip: use `mixprec quantize`");
+  if (params.config.given() == 0) {
+    throw_bad_input("", "requantize needs the new config (--config FILE or --preset NAME)");
   }
-  fs::create_directories(params.work_dir);
-  report.stripped_path = (fs::path(params.work_dir) / "stripped.onnx").string();
-  save_model(strip_quantization(quantized, params.model_path, &report.strip), report.stripped_path);
+  const QuantConfig config = resolve_config(params.config);  // a bad config fails before any work
+  if (params.output_path.empty()) throw_bad_input("", "requantize needs an output path");
+  const std::string& model_path = params.setup.model_path;
+  const onnx::ModelProto quantized = load_model(model_path);
+  const ModelAnalysis analysis = analyze_model(quantized, model_path);
+  if (analysis.quantization.state == QuantState::kFloat) {
+    throw_bad_input(model_path, "not quantized, nothing to strip: use `mixprec quantize`");
+  }
+  fs::create_directories(params.setup.work_dir);
+  report.stripped_path = (fs::path(params.setup.work_dir) / "stripped.onnx").string();
+  save_model(strip_quantization(quantized, model_path, &report.strip), report.stripped_path);
 
-  Workbench bench({.model_path = report.stripped_path,
-                   .stats_path = (fs::path(params.work_dir) / "stats.json").string(),
-                   .calibration = params.calibration,
-                   .evaluation = params.evaluation,
-                   .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples),
-                   .prepare = prepare_options(config),
-                   .tolerance = params.tolerance,
-                   .target = params.target,
-                   .session = params.session,
-                   .progress = params.progress});
+  EvaluationSetup stripped = params.setup;  // the float model inside is what both are measured against
+  stripped.model_path = report.stripped_path;
+  Workbench bench(stripped, params.deployment,
+                  {.prepare = prepare_options(config),
+                   .calibration_samples = static_cast<size_t>(config.extra.num_calib_samples)});
   report.task = bench.task();
   report.samples = bench.samples();
   report.data_description = bench.data_description();
@@ -73,6 +58,7 @@ RequantizeReport requantize(const RequantizeParams& params) {
   report.output_path = params.output_path;
   report.config_path = fs::path(params.output_path).replace_extension(".config.json").string();
   save_config(config, report.config_path);
+  if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, report.output_path));
   report.warnings = warnings.warnings();
   return report;
 }

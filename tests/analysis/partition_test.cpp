@@ -10,7 +10,7 @@
 #include "mixprec/config.h"
 #include "mixprec/macs.h"
 #include "mixprec/model_io.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 #include "mixprec/runtime.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
@@ -42,14 +42,14 @@ class PartitionTest : public testing::TempDirTest {};
 TEST_F(PartitionTest, FusedConvsCountAsIntegerAndTheRestAsFloat) {
   save_model(two_convs(), path("model.onnx"));
   QuantizeParams q;
-  q.model_path = path("model.onnx");
+  q.setup.model_path = path("model.onnx");
   q.output_path = path("u8s8.onnx");
   QuantConfig inputs_only = *preset_config("U8S8");
   inputs_only.extra.ort_cpu_fusion = false;
   save_config(inputs_only, path("inputs_only.json"));
-  q.config_path = path("inputs_only.json");
-  q.calibration.data.random_samples = 8;
-  q.calibration.data.seed = 1;
+  q.config.path = path("inputs_only.json");
+  q.setup.calibration.data.random_samples = 8;
+  q.setup.calibration.data.seed = 1;
   quantize_job(q);
   SessionOptions options{.optimization = GraphOptimization::kAll, .optimized_model_path = path("optimized.onnx")};
   Session::from_file(q.output_path, options);
@@ -70,11 +70,11 @@ TEST_F(PartitionTest, FusedConvsCountAsIntegerAndTheRestAsFloat) {
 TEST_F(PartitionTest, WithOrtCpuFusionBothConvsRunInIntegerKernels) {
   save_model(two_convs(), path("model.onnx"));
   QuantizeParams q;
-  q.model_path = path("model.onnx");
+  q.setup.model_path = path("model.onnx");
   q.output_path = path("u8s8.onnx");
-  q.preset = "U8S8";
-  q.calibration.data.random_samples = 8;
-  q.calibration.data.seed = 1;
+  q.config.preset = "U8S8";
+  q.setup.calibration.data.random_samples = 8;
+  q.setup.calibration.data.seed = 1;
   quantize_job(q);
   SessionOptions options{.optimization = GraphOptimization::kAll, .optimized_model_path = path("optimized.onnx")};
   Session::from_file(q.output_path, options);

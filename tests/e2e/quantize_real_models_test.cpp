@@ -8,7 +8,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -39,9 +39,9 @@ class QuantizeRealModel : public testing::TempDirTest {
 
   CompareReport compare(const std::string& reference, const std::string& model, const DataSpec& data) const {
     CompareParams params;
-    params.reference_path = reference;
-    params.model_path = model;
-    params.data = data;
+    params.setup.model_path = reference;
+    params.candidate_path = model;
+    params.setup.evaluation = data;
     return compare_job(params);
   }
 
@@ -50,10 +50,10 @@ class QuantizeRealModel : public testing::TempDirTest {
 TEST_F(QuantizeRealModel, Xint8DirectionClassifierKeepsTop1) {
   const std::string model = kModels + "/ppocr_cls.onnx";
   QuantizeParams params;
-  params.model_path = model;
+  params.setup.model_path = model;
   params.output_path = out("cls_xint8.onnx");
-  params.preset = "XINT8";
-  params.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 192);
+  params.config.preset = "XINT8";
+  params.setup.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 192);
   const QuantizeReport q = quantize_job(params);
   EXPECT_TRUE(q.calibrated);
   EXPECT_GE(q.calibration_samples, 4u);
@@ -75,9 +75,9 @@ TEST_F(QuantizeRealModel, Xint8DirectionClassifierKeepsTop1) {
 TEST_F(QuantizeRealModel, Bf16DetectorAbove40Db) {
   const std::string model = kModels + "/ppocr_det.onnx";
   QuantizeParams params;
-  params.model_path = model;
+  params.setup.model_path = model;
   params.output_path = out("det_bf16.onnx");
-  params.preset = "BF16";
+  params.config.preset = "BF16";
   const QuantizeReport q = quantize_job(params);
   EXPECT_FALSE(q.calibrated);  // BF16 needs no statistics
   EXPECT_GT(q.rewrite.cast_pairs, 0);
@@ -90,10 +90,10 @@ TEST_F(QuantizeRealModel, Bf16DetectorAbove40Db) {
 TEST_F(QuantizeRealModel, DequantizeOfQuantizedDetectorIsWithinQuantizationError) {
   const std::string model = kModels + "/ppocr_det.onnx";
   QuantizeParams params;
-  params.model_path = model;
+  params.setup.model_path = model;
   params.output_path = out("det_a8w8.onnx");
-  params.preset = "A8W8";
-  params.calibration = pictures(kCalib, "ppocr_det", kDetSide, kDetSide);
+  params.config.preset = "A8W8";
+  params.setup.calibration = pictures(kCalib, "ppocr_det", kDetSide, kDetSide);
   params.stats_path = out("det.stats.json");
   quantize_job(params);
   ASSERT_TRUE(fs::exists(params.stats_path));
@@ -101,7 +101,7 @@ TEST_F(QuantizeRealModel, DequantizeOfQuantizedDetectorIsWithinQuantizationError
   // Re-quantizing with another preset reuses the statistics: no second calibration.
   QuantizeParams again = params;
   again.output_path = out("det_u8s8.onnx");
-  again.preset = "U8S8";
+  again.config.preset = "U8S8";
   const QuantizeReport reused = quantize_job(again);
   EXPECT_TRUE(reused.stats_reused);
   EXPECT_FALSE(reused.calibrated);
@@ -123,17 +123,17 @@ TEST_F(QuantizeRealModel, DequantizeOfQuantizedDetectorIsWithinQuantizationError
 
 TEST_F(QuantizeRealModel, StatsOfAnotherModelAreRefused) {
   QuantizeParams cls;
-  cls.model_path = kModels + "/ppocr_cls.onnx";
+  cls.setup.model_path = kModels + "/ppocr_cls.onnx";
   cls.output_path = out("cls.onnx");
-  cls.preset = "A8W8";
-  cls.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 192);
+  cls.config.preset = "A8W8";
+  cls.setup.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 192);
   cls.stats_path = out("cls.stats.json");
   quantize_job(cls);
 
   QuantizeParams det;
-  det.model_path = kModels + "/ppocr_det.onnx";
+  det.setup.model_path = kModels + "/ppocr_det.onnx";
   det.output_path = out("det.onnx");
-  det.preset = "A8W8";
+  det.config.preset = "A8W8";
   det.stats_path = cls.stats_path;
   try {
     quantize_job(det);

@@ -55,10 +55,10 @@ class RealModelRun : public ::testing::TestWithParam<RealModelCase> {};
 
 RunParams seeded_params(const RealModelCase& c) {
   RunParams params;
-  params.model_path = model_path(c.file);
-  params.data.data.random_samples = 2;
-  params.data.data.seed = 1234;
-  params.data.data.input_shapes = parse_input_shapes({c.input_shape});
+  params.setup.model_path = model_path(c.file);
+  params.setup.evaluation.data.random_samples = 2;
+  params.setup.evaluation.data.seed = 1234;
+  params.setup.evaluation.data.input_shapes = parse_input_shapes({c.input_shape});
   params.min_timed_runs = 2;
   params.warmup_runs = 0;
   return params;
@@ -83,8 +83,8 @@ TEST_P(RealModelRun, SeededRunsAreBitIdenticalAndSavedOutputsReadBack) {
   EXPECT_EQ(saved_a, saved_b);  // same seed → bit-identical outputs
 
   // The saved arrays are exactly what the runtime produces for those samples.
-  Session session = Session::from_file(a.model_path);
-  auto source = open_samples(a.data, session.inputs(), a.model_path);
+  Session session = Session::from_file(a.setup.model_path, a.deployment.session());
+  auto source = open_samples(a.setup.evaluation, session.inputs(), a.setup.model_path);
   const NamedTensors first = session.run(source->sample(0));
   const NamedTensors second = session.run(source->sample(1));
   ASSERT_EQ(first.size(), saved_a.size());

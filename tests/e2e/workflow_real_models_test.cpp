@@ -32,10 +32,10 @@ DataSpec pictures(const std::string& folder, const std::string& preprocess, int6
 // agrees on all of them, so SPEC's rule says: explore.
 TEST_F(WorkflowRealModel, DryRunOnTheClassifierRecommendsExploration) {
   DryRunParams p;
-  p.model_path = kModels + "/ppocr_cls.onnx";
-  p.work_dir = path("work");
-  p.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 192);
-  p.evaluation = pictures(kEval, "ppocr_cls_rec", 48, 192);
+  p.setup.model_path = kModels + "/ppocr_cls.onnx";
+  p.setup.work_dir = path("work");
+  p.setup.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 192);
+  p.setup.evaluation = pictures(kEval, "ppocr_cls_rec", 48, 192);
   const DryRunReport r = dry_run(p);
   ASSERT_EQ(r.rows.size(), 4u);
   EXPECT_EQ(r.task.type, TaskType::kClassification);

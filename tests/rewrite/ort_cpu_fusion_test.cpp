@@ -18,7 +18,7 @@
 #include "mixprec/config.h"
 #include "mixprec/macs.h"
 #include "mixprec/model_io.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
 #include "mixprec/tensor_proto.h"
@@ -97,11 +97,11 @@ class OrtCpuFusionTest : public testing::TempDirTest {
     save_model(hardswish_block(), path("model.onnx"));
     save_config(config, path(name + ".json"));
     QuantizeParams q;
-    q.model_path = path("model.onnx");
+    q.setup.model_path = path("model.onnx");
     q.output_path = path(name + ".onnx");
-    q.config_path = path(name + ".json");
-    q.calibration.data.random_samples = 8;
-    q.calibration.data.seed = 3;
+    q.config.path = path(name + ".json");
+    q.setup.calibration.data.random_samples = 8;
+    q.setup.calibration.data.seed = 3;
     quantize_job(q);
     return q.output_path;
   }

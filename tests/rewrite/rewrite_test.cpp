@@ -7,7 +7,7 @@
 
 #include "mixprec/config.h"
 #include "mixprec/error.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/jobs.h"
 #include "mixprec/random_data.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"

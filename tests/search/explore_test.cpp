@@ -8,6 +8,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
+#include "mixprec/jobs.h"
 #include "mixprec/model_io.h"
 #include "support/explore_models.h"
 #include "support/temp_dir.h"
@@ -40,12 +41,12 @@ class ExploreTest : public testing::TempDirTest {
   ExploreParams params(Ranking ranking) {
     save_model(one_sensitive_layer_model(), path("model.onnx"));
     ExploreParams p;
-    p.model_path = path("model.onnx");
-    p.work_dir = path("work");
-    p.calibration = testing::test_calibration_data();
-    p.evaluation = testing::test_evaluation_data();
-    p.target = parse_target("psnr>30");
-    p.ranking = ranking;
+    p.setup.model_path = path("model.onnx");
+    p.setup.work_dir = path("work");
+    p.setup.calibration = testing::test_calibration_data();
+    p.setup.evaluation = testing::test_evaluation_data();
+    p.setup.criterion.target = parse_target("psnr>30");
+    p.search.ranking = ranking;
     return p;
   }
 };
@@ -60,7 +61,7 @@ TEST_F(ExploreTest, BothRankingsFindTheSensitiveLayerFirst) {
     EXPECT_EQ(r.stop_reason, "criterion met");
     EXPECT_TRUE(r.final_verdict.pass);
     ASSERT_EQ(r.steps.size(), 1u);
-    EXPECT_EQ(r.steps[0].decision, "accepted");
+    EXPECT_EQ(r.steps[0].decision, Decision::kAccepted);
     // Full INT8 and full BF16 baselines, then one step; measured ranking adds one per layer.
     const size_t ranking_cost = ranking == Ranking::kDynamicRange ? 0u
                                 : ranking == Ranking::kMeasured   ? r.compute_layers
@@ -82,9 +83,9 @@ TEST_F(ExploreTest, WorkDirHoldsLedgerAndAReproducibleConfig) {
 
   // final_config.json + the saved statistics give back the very same model through quantize.
   QuantizeParams q;
-  q.model_path = path("model.onnx");
+  q.setup.model_path = path("model.onnx");
   q.output_path = path("requantized.onnx");
-  q.config_path = r.final_config_path;
+  q.config.path = r.final_config_path;
   q.stats_path = path("work/stats.json");
   const QuantizeReport report = quantize_job(q);
   EXPECT_TRUE(report.stats_reused);
@@ -106,8 +107,8 @@ TEST_F(ExploreTest, SameInputsGiveTheSameLedger) {
 
 TEST_F(ExploreTest, TwoLayersNeedTwoAcceptedSteps) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.bf16_budget = 0.4;  // 2 of the 5 candidates (the default 30% allows only 1)
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.bf16_budget = 0.4;  // 2 of the 5 candidates (the default 30% allows only 1)
   const ExploreResult r = explore(p);
   EXPECT_EQ(r.stop_reason, "criterion met");
   EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
@@ -117,8 +118,8 @@ TEST_F(ExploreTest, TwoLayersNeedTwoAcceptedSteps) {
 
 TEST_F(ExploreTest, MaxIterationsStopsTheSearch) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.max_iterations = 1;
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.max_iterations = 1;
   const ExploreResult r = explore(p);
   EXPECT_EQ(r.stop_reason, "max iterations (1)");
   EXPECT_EQ(r.steps.size(), 1u);
@@ -128,8 +129,8 @@ TEST_F(ExploreTest, MaxIterationsStopsTheSearch) {
 
 TEST_F(ExploreTest, Bf16BudgetStopsTheSearch) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.bf16_budget = 0.01;  // floor(0.01 x 5 candidates) = 0, and at least one layer is allowed
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.bf16_budget = 0.01;  // floor(0.01 x 5 candidates) = 0, and at least one layer is allowed
   const ExploreResult r = explore(p);
   EXPECT_NE(r.stop_reason.find("BF16 budget"), std::string::npos) << r.stop_reason;
   EXPECT_EQ(r.lifted_layers.size(), 1u);
@@ -137,7 +138,7 @@ TEST_F(ExploreTest, Bf16BudgetStopsTheSearch) {
 
 TEST_F(ExploreTest, FullInt8PassingStopsBeforeAnySearch) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  p.target = parse_target("psnr>-100");
+  p.setup.criterion.target = parse_target("psnr>-100");
   const ExploreResult r = explore(p);
   EXPECT_EQ(r.stop_reason, "full INT8 already meets the criterion");
   EXPECT_TRUE(r.steps.empty());
@@ -147,23 +148,23 @@ TEST_F(ExploreTest, FullInt8PassingStopsBeforeAnySearch) {
 
 TEST_F(ExploreTest, UnreachableTargetStopsAfterFullBf16) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  p.target = parse_target("psnr>190");  // beyond what bf16 (and fp16) rounding allows
-  p.device = "stx";                      // no FP16 to suggest
+  p.setup.criterion.target = parse_target("psnr>190");  // beyond what bf16 (and fp16) rounding allows
+  p.deployment.device = "stx";                      // no FP16 to suggest
   ExploreResult r = explore(p);
   EXPECT_NE(r.stop_reason.find("out of reach by precision alone"), std::string::npos) << r.stop_reason;
   EXPECT_EQ(r.evaluations, 2u);
   EXPECT_FALSE(r.final_verdict.pass);
 
   // ve2 runs FP16: one more evaluation says whether lifting to FP16 would do.
-  p.device = "ve2";
-  fs::remove_all(p.work_dir);
+  p.deployment.device = "ve2";
+  fs::remove_all(p.setup.work_dir);
   r = explore(p);
   EXPECT_EQ(r.evaluations, 3u);
   EXPECT_NE(r.stop_reason.find("full FP16 misses too"), std::string::npos) << r.stop_reason;
   // A target between full BF16 and full FP16 (FP16 keeps 3 more mantissa bits, ~18 dB).
   const double bf16_psnr = r.lifted_metrics.at(0).psnr_db;
-  p.target = parse_target("psnr>" + std::to_string(bf16_psnr + 6));
-  fs::remove_all(p.work_dir);
+  p.setup.criterion.target = parse_target("psnr>" + std::to_string(bf16_psnr + 6));
+  fs::remove_all(p.setup.work_dir);
   r = explore(p);
   EXPECT_NE(r.stop_reason.find("full FP16 passes"), std::string::npos) << r.stop_reason;
   EXPECT_NE(r.stop_reason.find("--lift FP16"), std::string::npos) << r.stop_reason;
@@ -171,25 +172,25 @@ TEST_F(ExploreTest, UnreachableTargetStopsAfterFullBf16) {
 
 TEST_F(ExploreTest, PromotionThatChangesNothingIsSkipped) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(dead_layer_first_model(), p.model_path);
-  p.bf16_budget = 0.5;
+  save_model(dead_layer_first_model(), p.setup.model_path);
+  p.search.bf16_budget = 0.5;
   const ExploreResult r = explore(p);
   ASSERT_GE(r.ranking.size(), 2u);
   EXPECT_EQ(r.ranking[0], "echo");  // reads the same huge-range tensor as "mix", and comes first
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "echo");
-  EXPECT_EQ(r.steps[0].decision, "skipped");
+  EXPECT_EQ(r.steps[0].decision, Decision::kSkipped);
   EXPECT_EQ(r.steps[0].lifted_layers, 0u);
   EXPECT_EQ(r.steps[1].layer, "mix");
-  EXPECT_EQ(r.steps[1].decision, "accepted");
+  EXPECT_EQ(r.steps[1].decision, Decision::kAccepted);
   EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
   EXPECT_EQ(r.stop_reason, "criterion met");
 }
 
 TEST_F(ExploreTest, SmallGainsEndOnThePlateauAndWorseningStepsAreRolledBack) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(rotation_chain_model(60), p.model_path);
-  p.target = parse_target("psnr>35");  // full BF16 reaches ~36.4 dB, full INT8 ~23.7 dB
+  save_model(rotation_chain_model(60), p.setup.model_path);
+  p.setup.criterion.target = parse_target("psnr>35");  // full BF16 reaches ~36.4 dB, full INT8 ~23.7 dB
   const ExploreResult r = explore(p);
   ASSERT_EQ(r.stop_reason.rfind("PSNR plateau", 0), 0u) << r.stop_reason;
   std::vector<std::string> accepted;
@@ -197,13 +198,13 @@ TEST_F(ExploreTest, SmallGainsEndOnThePlateauAndWorseningStepsAreRolledBack) {
   double best = r.int8_metrics.at(0).psnr_db;
   size_t rolled_back = 0;
   for (const auto& step : r.steps) {
-    if (step.decision == "accepted") {
+    if (step.decision == Decision::kAccepted) {
       EXPECT_GT(step.psnr_db, best) << step.layer;
       gains.push_back(step.psnr_db - best);
       best = step.psnr_db;
       accepted.push_back(step.layer);
     } else {
-      EXPECT_EQ(step.decision, "rolled back") << step.layer;
+      EXPECT_EQ(step.decision, Decision::kRolledBack) << step.layer;
       EXPECT_LT(step.psnr_db, best) << step.layer;
       ++rolled_back;
     }
@@ -211,7 +212,7 @@ TEST_F(ExploreTest, SmallGainsEndOnThePlateauAndWorseningStepsAreRolledBack) {
   }
   ASSERT_GE(gains.size(), 3u);  // the plateau needs 3 accepted promotions
   EXPECT_LT(gains[gains.size() - 1] + gains[gains.size() - 2] + gains[gains.size() - 3], 0.5);
-  EXPECT_EQ(r.steps.back().decision, "accepted");  // the plateau is judged after an accepted step
+  EXPECT_EQ(r.steps.back().decision, Decision::kAccepted);  // the plateau is judged after an accepted step
   EXPECT_LT(best, 35.0);
   EXPECT_GT(rolled_back, 0u);
   std::sort(accepted.begin(), accepted.end());
@@ -221,43 +222,43 @@ TEST_F(ExploreTest, SmallGainsEndOnThePlateauAndWorseningStepsAreRolledBack) {
 
 TEST_F(ExploreTest, LiftsToFp16WhereTheDeviceRunsIt) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  p.lift = "FP16";
-  p.device = "stx";
+  p.search.lift = "FP16";
+  p.deployment.device = "stx";
   try {
     explore(p);
     FAIL() << "lifted to FP16 on stx";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("FP16 is not available on stx"), std::string::npos) << e.what();
   }
-  p.device = "ve2";
+  p.deployment.device = "ve2";
   const ExploreResult r = explore(p);
   EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
   EXPECT_TRUE(r.final_verdict.pass);
   EXPECT_LT(r.final_time_vs_bf16, 1.0);  // int8 layers run at twice bf16's rate on ve2
-  p.lift = "XINT8";
+  p.search.lift = "XINT8";
   EXPECT_THROW(explore(p), Error);
 }
 
 TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.search = SearchMode::kBisection;
-  p.bf16_budget = 0.4;  // 2 of the 5 candidates
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 0.4;  // 2 of the 5 candidates
   const ExploreResult r = explore(p);
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "top 2");  // the budget first
-  EXPECT_EQ(r.steps[0].decision, "meets");
+  EXPECT_EQ(r.steps[0].decision, Decision::kMeets);
   EXPECT_EQ(r.steps[1].layer, "top 1");
-  EXPECT_EQ(r.steps[1].decision, "misses");
+  EXPECT_EQ(r.steps[1].decision, Decision::kMisses);
   EXPECT_EQ(r.stop_reason, "bisection: the top 2 ranked layers are the fewest that meet the criterion");
   EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
   EXPECT_TRUE(r.final_verdict.pass);
   EXPECT_EQ(r.evaluations, 4u);
   // The best assignment is on disk and rebuilds to the same bytes.
   QuantizeParams q;
-  q.model_path = p.model_path;
+  q.setup.model_path = p.setup.model_path;
   q.output_path = path("again.onnx");
-  q.config_path = r.final_config_path;
+  q.config.path = r.final_config_path;
   q.stats_path = path("work/stats.json");
   quantize_job(q);
   EXPECT_TRUE(file(q.output_path) == file(r.final_model_path));
@@ -265,9 +266,9 @@ TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
 
 TEST_F(ExploreTest, BisectionReusesTheFullLiftBaselineWhenTheBudgetAllowsEveryLayer) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.search = SearchMode::kBisection;
-  p.bf16_budget = 1.0;  // 5 of 5: "top 5" is full BF16, measured as a baseline already
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 1.0;  // 5 of 5: "top 5" is full BF16, measured as a baseline already
   const ExploreResult r = explore(p);
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "top 2");
@@ -278,9 +279,9 @@ TEST_F(ExploreTest, BisectionReusesTheFullLiftBaselineWhenTheBudgetAllowsEveryLa
 
 TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.search = SearchMode::kBisection;
-  p.bf16_budget = 0.2;  // 1 of 5: one mix_k lifted is not enough
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 0.2;  // 1 of 5: one mix_k lifted is not enough
   const ExploreResult r = explore(p);
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_NE(r.stop_reason.find("still miss"), std::string::npos) << r.stop_reason;
@@ -290,15 +291,15 @@ TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
 
 TEST_F(ExploreTest, BisectionResumesLikeAnUninterruptedRun) {
   ExploreParams p = params(Ranking::kLayerError);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.search = SearchMode::kBisection;
-  p.bf16_budget = 0.4;
-  p.work_dir = path("whole");
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 0.4;
+  p.setup.work_dir = path("whole");
   explore(p);
   struct Interrupted {};
-  p.work_dir = path("stopped");
+  p.setup.work_dir = path("stopped");
   EXPECT_THROW(explore(p, [](const ExploreStep&) { throw Interrupted{}; }), Interrupted);
-  p.resume = true;
+  p.search.resume = true;
   const ExploreResult resumed = explore(p);
   EXPECT_EQ(resumed.resumed_steps, 1u);
   EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
@@ -306,23 +307,23 @@ TEST_F(ExploreTest, BisectionResumesLikeAnUninterruptedRun) {
 }
 
 TEST(ExploreNames, RankingsAndSearchModes) {
-  EXPECT_EQ(ranking_from_name("layer-error"), Ranking::kLayerError);
-  EXPECT_EQ(ranking_from_name("random"), std::nullopt);
-  EXPECT_EQ(search_mode_from_name("bisection"), SearchMode::kBisection);
+  EXPECT_EQ(ranking_names().from_name("layer-error"), Ranking::kLayerError);
+  EXPECT_EQ(ranking_names().from_name("random"), std::nullopt);
+  EXPECT_EQ(search_mode_names().from_name("bisection"), SearchMode::kBisection);
   EXPECT_STREQ(to_string(SearchMode::kGreedy), "greedy");
 }
 
 TEST(ExploreGuardrails, PromotionDecisions) {
-  EXPECT_STREQ(promotion_decision(20.0, 20.5), "accepted");
-  EXPECT_STREQ(promotion_decision(20.0, 20.0), "skipped");
-  EXPECT_STREQ(promotion_decision(20.0, 19.9), "rolled back");
+  EXPECT_EQ(promotion_decision(20.0, 20.5), Decision::kAccepted);
+  EXPECT_EQ(promotion_decision(20.0, 20.0), Decision::kSkipped);
+  EXPECT_EQ(promotion_decision(20.0, 19.9), Decision::kRolledBack);
   // Objectives where lower is better are negated by the search, so the rule stays "higher wins".
-  EXPECT_STREQ(promotion_decision(-0.2, -0.1), "accepted");
+  EXPECT_EQ(promotion_decision(-0.2, -0.1), Decision::kAccepted);
   // Ties on a coarse objective (top-1 over 16 rows) are broken by the worst-output PSNR.
-  EXPECT_STREQ(promotion_decision(0.8125, 0.8125, 12.8, 13.3), "accepted");
-  EXPECT_STREQ(promotion_decision(0.8125, 0.8125, 12.8, 12.6), "rolled back");
-  EXPECT_STREQ(promotion_decision(0.8125, 0.8125, 12.8, 12.8), "skipped");
-  EXPECT_STREQ(promotion_decision(0.8125, 0.875, 12.8, 11.0), "accepted");  // the objective comes first
+  EXPECT_EQ(promotion_decision(0.8125, 0.8125, 12.8, 13.3), Decision::kAccepted);
+  EXPECT_EQ(promotion_decision(0.8125, 0.8125, 12.8, 12.6), Decision::kRolledBack);
+  EXPECT_EQ(promotion_decision(0.8125, 0.8125, 12.8, 12.8), Decision::kSkipped);
+  EXPECT_EQ(promotion_decision(0.8125, 0.875, 12.8, 11.0), Decision::kAccepted);  // the objective comes first
 }
 
 TEST(ExploreGuardrails, PsnrPlateauNeedsThreeSmallGainsInARow) {
@@ -337,21 +338,21 @@ TEST(ExploreGuardrails, PsnrPlateauNeedsThreeSmallGainsInARow) {
 
 TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
   ExploreParams p = params(Ranking::kMeasured);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.bf16_budget = 0.4;
-  p.work_dir = path("whole");
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.bf16_budget = 0.4;
+  p.setup.work_dir = path("whole");
   const ExploreResult whole = explore(p);
   ASSERT_EQ(whole.steps.size(), 2u) << whole.stop_reason;
 
   struct Interrupted {};
-  p.work_dir = path("stopped");
+  p.setup.work_dir = path("stopped");
   EXPECT_THROW(explore(p, [](const ExploreStep& s) {
                  if (s.index == 1) throw Interrupted{};
                }),
                Interrupted);
   EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")).size(), 1u);
 
-  p.resume = true;
+  p.search.resume = true;
   std::vector<size_t> reported;
   const ExploreResult resumed = explore(p, [&](const ExploreStep& s) { reported.push_back(s.index); });
   EXPECT_EQ(resumed.resumed_steps, 1u);
@@ -374,7 +375,7 @@ TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
 
 TEST_F(ExploreTest, ResumeRefusesOtherSettingsAndEmptyWorkDirs) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  p.resume = true;
+  p.search.resume = true;
   try {
     explore(p);
     FAIL() << "resumed from nothing";
@@ -382,10 +383,10 @@ TEST_F(ExploreTest, ResumeRefusesOtherSettingsAndEmptyWorkDirs) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_NE(std::string(e.what()).find("nothing to resume"), std::string::npos) << e.what();
   }
-  p.resume = false;
+  p.search.resume = false;
   explore(p);
-  p.resume = true;
-  p.target = parse_target("psnr>35");
+  p.search.resume = true;
+  p.setup.criterion.target = parse_target("psnr>35");
   try {
     explore(p);
     FAIL() << "resumed with another target";
@@ -396,8 +397,8 @@ TEST_F(ExploreTest, ResumeRefusesOtherSettingsAndEmptyWorkDirs) {
 
 TEST_F(ExploreTest, ResumeDropsALineCutByACrash) {
   ExploreParams p = params(Ranking::kDynamicRange);
-  save_model(two_sensitive_layers_model(), p.model_path);
-  p.bf16_budget = 0.4;
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.bf16_budget = 0.4;
   const ExploreResult whole = explore(p);
   ASSERT_EQ(whole.steps.size(), 2u);
   const auto lines = ledger_without_timings(whole.ledger_path);
@@ -405,7 +406,7 @@ TEST_F(ExploreTest, ResumeDropsALineCutByACrash) {
   std::string text = file(whole.ledger_path);
   text = text.substr(0, text.find('\n') + 1 + 20);
   std::ofstream(whole.ledger_path, std::ios::trunc) << text;
-  p.resume = true;
+  p.search.resume = true;
   const ExploreResult resumed = explore(p);
   EXPECT_EQ(resumed.resumed_steps, 1u);
   EXPECT_EQ(ledger_without_timings(whole.ledger_path), lines);

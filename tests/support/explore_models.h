@@ -3,7 +3,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "mixprec/pipeline.h"
+#include "mixprec/evaluation.h"
 
 namespace mixprec::testing {
 

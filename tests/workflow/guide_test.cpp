@@ -23,11 +23,11 @@ class GuideTest : public testing::TempDirTest {
   GuideParams params() {
     save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
     GuideParams p;
-    p.model_path = path("model.onnx");
-    p.work_dir = path("work");
-    p.calibration = testing::test_calibration_data();
-    p.evaluation = testing::test_evaluation_data();
-    p.target = parse_target("psnr>30");
+    p.setup.model_path = path("model.onnx");
+    p.setup.work_dir = path("work");
+    p.setup.calibration = testing::test_calibration_data();
+    p.setup.evaluation = testing::test_evaluation_data();
+    p.setup.criterion.target = parse_target("psnr>30");
     p.latency_runs = 3;
     return p;
   }
@@ -102,7 +102,7 @@ TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
   const auto config = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"));
   EXPECT_EQ(config["edge_quant"]["matches"], false);
   p.edge_quant = EdgeQuant::kInput;
-  p.work_dir = path("work2");
+  p.setup.work_dir = path("work2");
   const GuideReport ok = guide(p);
   EXPECT_FALSE(std::ranges::any_of(phase(ok, "compile").lines, [](const std::string& l) {
     return l.find("MISMATCH") != std::string::npos;
@@ -111,7 +111,7 @@ TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
 
 TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
   GuideParams p = params();
-  p.device = "cpu";
+  p.deployment.device = "cpu";
   EXPECT_TRUE(guide(p).provider_config_path.empty());
   EXPECT_FALSE(fs::exists(path("work/vitisai_config.json")));
 }
@@ -129,14 +129,14 @@ TEST_F(GuideTest, AGivenConfigIsUsedAndCheckedAgainstTheDevice) {
   GuideParams p = params();
   p.config_path = path("fp16.json");
   std::ofstream(p.config_path) << R"({"global_config": {"input_tensors": {"spec": "Float16Spec"}, "weight": {"spec": "Float16Spec"}}})";
-  p.device = "stx";
+  p.deployment.device = "stx";
   try {
     guide(p);
     FAIL() << "FP16 accepted on stx";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("FP16 is not available on stx"), std::string::npos) << e.what();
   }
-  p.device = "ve2";
+  p.deployment.device = "ve2";
   const GuideReport r = guide(p);
   EXPECT_TRUE(r.pass);
   EXPECT_NE(phase(r, "config").lines.at(0).find("given"), std::string::npos);
@@ -145,8 +145,8 @@ TEST_F(GuideTest, AGivenConfigIsUsedAndCheckedAgainstTheDevice) {
 TEST_F(GuideTest, AQuantizedModelInFullModePointsToRequantize) {
   GuideParams p = params();
   guide(p);  // writes work/quantized.onnx
-  p.model_path = path("work/quantized.onnx");
-  p.work_dir = path("work2");
+  p.setup.model_path = path("work/quantized.onnx");
+  p.setup.work_dir = path("work2");
   try {
     guide(p);
     FAIL() << "quantized a quantized model";
@@ -177,7 +177,7 @@ TEST_F(GuideTest, DryRunModeWritesItsTableAndRecommendation) {
 TEST_F(GuideTest, LadderStrategyKeepsTheFirstPassingRungAndCompilesIt) {
   GuideParams p = params();
   p.ladder = true;
-  p.device = "cpu";  // w8a8 is U8S8 there, and the device runs w8a16
+  p.deployment.device = "cpu";  // w8a8 is U8S8 there, and the device runs w8a16
   const GuideReport r = guide(p);
   EXPECT_EQ(names(r), (std::vector<std::string>{"analyze", "ladder", "compile"}));
   ASSERT_TRUE(r.ladder.has_value());

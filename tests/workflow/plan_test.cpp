@@ -28,7 +28,7 @@ class PlanTest : public testing::TempDirTest {
   }
   PlanParams params(const std::string& model, PlanTarget target, PlanGoal goal = PlanGoal::kAccuracy) {
     PlanParams p;
-    p.model_path = model;
+    p.setup.model_path = model;
     p.target = target;
     p.goal = goal;
     return p;
@@ -252,26 +252,26 @@ TEST_F(PlanTest, QuantizeWithPlanRunsItsConfigOnTheRightModelOnly) {
   save_plan(make_plan(p), path("plan.json"));
   QuantizeParams q;
   q.output_path = path("out.onnx");
-  q.calibration = testing::test_calibration_data();
+  q.setup.calibration = testing::test_calibration_data();
   const QuantizeReport report = quantize_with_plan(path("plan.json"), q);
   EXPECT_EQ(report.calibration_samples, 8u);  // the plan's size caps the 16 samples given
   EXPECT_EQ(report.nodes_integer, 2u);
   EXPECT_EQ(load_config(report.config_path), load_plan(path("plan.json")).config);
   std::filesystem::remove(path("out.onnx"));  // the refused runs below must not write it
 
-  q.model_path = save(testing::conv_chain(3), "other.onnx");
+  q.setup.model_path = save(testing::conv_chain(3), "other.onnx");
   try {
     quantize_with_plan(path("plan.json"), q);
     FAIL() << "accepted another model";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("made for another model"), std::string::npos) << e.what();
   }
-  q.model_path.clear();
-  q.preset = "A8W8";
+  q.setup.model_path.clear();
+  q.config.preset = "A8W8";
   EXPECT_THROW(quantize_with_plan(path("plan.json"), q), Error);
 
   save_plan(make_plan(params(save(testing::matmul_chain(2), "mlp.onnx"), PlanTarget::kCpu)), path("draft.json"));
-  q.preset.clear();
+  q.config.preset.clear();
   try {
     quantize_with_plan(path("draft.json"), q);
     FAIL() << "ran a draft";

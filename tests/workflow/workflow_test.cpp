@@ -6,6 +6,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
+#include "mixprec/jobs.h"
 #include "mixprec/workflow.h"
 #include "support/explore_models.h"
 #include "support/temp_dir.h"
@@ -19,11 +20,11 @@ class DryRunTest : public testing::TempDirTest {
   DryRunParams params(const std::string& target) {
     save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
     DryRunParams p;
-    p.model_path = path("model.onnx");
-    p.work_dir = path("work");
-    p.calibration = testing::test_calibration_data();
-    p.evaluation = testing::test_evaluation_data();
-    p.target = parse_target(target);
+    p.setup.model_path = path("model.onnx");
+    p.setup.work_dir = path("work");
+    p.setup.calibration = testing::test_calibration_data();
+    p.setup.evaluation = testing::test_evaluation_data();
+    p.setup.criterion.target = parse_target(target);
     return p;
   }
   const DryRunRow& row(const DryRunReport& r, const std::string& preset) {
@@ -36,7 +37,7 @@ class DryRunTest : public testing::TempDirTest {
 
 TEST_F(DryRunTest, Int8MissingAndBf16PassingRecommendsExploration) {
   const DryRunParams p = params("psnr>30");
-  const std::string before = read_file(p.model_path, "model");
+  const std::string before = read_file(p.setup.model_path, "model");
   const DryRunReport r = dry_run(p);
   ASSERT_EQ(r.rows.size(), 4u);
   EXPECT_FALSE(row(r, "XINT8").verdict.pass);  // "mix" rounds to zero (see explore_models.h)
@@ -49,7 +50,7 @@ TEST_F(DryRunTest, Int8MissingAndBf16PassingRecommendsExploration) {
   EXPECT_NE(r.recommendation.reason.find("full BF16 passes"), std::string::npos) << r.recommendation.reason;
   EXPECT_EQ(r.samples, 32u);
   for (const auto& row : r.rows) EXPECT_TRUE(fs::exists(row.model_path)) << row.label;
-  EXPECT_EQ(read_file(p.model_path, "model"), before);  // the input model is never modified
+  EXPECT_EQ(read_file(p.setup.model_path, "model"), before);  // the input model is never modified
 }
 
 TEST_F(DryRunTest, Int8PassingRecommendsInt8) {
@@ -65,16 +66,16 @@ TEST_F(DryRunTest, EverythingMissingSaysPrecisionAloneWillNotDo) {
 
 TEST_F(DryRunTest, DeviceDecidesWhichRowsCanBeUsed) {
   DryRunParams p = params("psnr>30");
-  p.device = "stx";
+  p.deployment.device = "stx";
   DryRunReport r = dry_run(p);
   EXPECT_FALSE(row(r, "FP16").on_device);
   EXPECT_NE(row(r, "FP16").device_note.find("FP16 is not available on stx"), std::string::npos);
   EXPECT_TRUE(row(r, "BF16").on_device);
   EXPECT_TRUE(row(r, "XINT8").on_device);
-  p.device = "cpu";
+  p.deployment.device = "cpu";
   r = dry_run(p);
   for (const auto& row : r.rows) EXPECT_TRUE(row.on_device) << row.label;
-  p.device = "npu9";
+  p.deployment.device = "npu9";
   EXPECT_THROW(dry_run(p), Error);
 }
 
@@ -83,26 +84,26 @@ class RequantizeTest : public testing::TempDirTest {
   RequantizeParams params() {
     save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
     QuantizeParams q;
-    q.model_path = path("model.onnx");
+    q.setup.model_path = path("model.onnx");
     q.output_path = path("model_xint8.onnx");
-    q.preset = "XINT8";
-    q.calibration = testing::test_calibration_data();
+    q.config.preset = "XINT8";
+    q.setup.calibration = testing::test_calibration_data();
     quantize_job(q);
     RequantizeParams p;
-    p.model_path = q.output_path;
+    p.setup.model_path = q.output_path;
     p.output_path = path("model_bf16.onnx");
-    p.work_dir = path("work");
-    p.calibration = q.calibration;
-    p.evaluation = testing::test_evaluation_data();
-    p.target = parse_target("psnr>30");
+    p.setup.work_dir = path("work");
+    p.setup.calibration = q.setup.calibration;
+    p.setup.evaluation = testing::test_evaluation_data();
+    p.setup.criterion.target = parse_target("psnr>30");
     return p;
   }
 };
 
 TEST_F(RequantizeTest, StripsRequantizesAndReportsTheDelta) {
   RequantizeParams p = params();
-  p.preset = "BF16";
-  const std::string before = read_file(p.model_path, "model");
+  p.config.preset = "BF16";
+  const std::string before = read_file(p.setup.model_path, "model");
   const RequantizeReport r = requantize(p);
   EXPECT_GT(r.strip.qdq_pairs, 0);
   EXPECT_TRUE(fs::exists(r.stripped_path));
@@ -113,13 +114,13 @@ TEST_F(RequantizeTest, StripsRequantizesAndReportsTheDelta) {
   EXPECT_TRUE(fs::exists(r.output_path));
   EXPECT_TRUE(fs::exists(r.config_path));
   EXPECT_EQ(analyze_model(load_model(r.output_path), r.output_path).quantization.state, QuantState::kCastPairs);
-  EXPECT_EQ(read_file(p.model_path, "model"), before);
+  EXPECT_EQ(read_file(p.setup.model_path, "model"), before);
 }
 
 TEST_F(RequantizeTest, AFloatModelIsRefusedBeforeAnyWork) {
   RequantizeParams p = params();
-  p.preset = "BF16";
-  p.model_path = path("model.onnx");
+  p.config.preset = "BF16";
+  p.setup.model_path = path("model.onnx");
   try {
     requantize(p);
     FAIL() << "requantized a float model";
@@ -142,12 +143,12 @@ class LadderTest : public testing::TempDirTest {
   LadderParams params(const std::string& target) {
     save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
     LadderParams p;
-    p.model_path = path("model.onnx");
-    p.work_dir = path("work");
-    p.calibration = testing::test_calibration_data();
-    p.evaluation = testing::test_evaluation_data();
-    p.device = "cpu";
-    p.target = parse_target(target);
+    p.setup.model_path = path("model.onnx");
+    p.setup.work_dir = path("work");
+    p.setup.calibration = testing::test_calibration_data();
+    p.setup.evaluation = testing::test_evaluation_data();
+    p.deployment.device = "cpu";
+    p.setup.criterion.target = parse_target(target);
     return p;
   }
 };
@@ -166,7 +167,7 @@ TEST_F(LadderTest, W8a8MissesAndW8a16IsChosen) {
 
 TEST_F(LadderTest, StopsAtTheFirstRungThatPasses) {
   LadderParams p = params("psnr>-100");
-  p.device = "ve2";
+  p.deployment.device = "ve2";
   const LadderReport r = ladder(p);
   ASSERT_EQ(r.rungs.size(), 1u);
   EXPECT_EQ(r.rungs[0].preset, "XINT8");  // power-of-two scales on the NPU
@@ -183,7 +184,7 @@ TEST_F(LadderTest, BothMissingKeepsFloatAndSaysWhatNext) {
 
 TEST_F(LadderTest, EveryRuntimeTriedIsReportedFailuresIncluded) {
   LadderParams p = params("psnr>30");
-  p.session.provider = "CUDA";  // not in the CPU-only build the set-up fetches
+  p.deployment.provider = "CUDA";  // not in the CPU-only build the set-up fetches
   const LadderReport r = ladder(p);
   ASSERT_EQ(r.runtimes.size(), 1 + r.rungs.size());
   EXPECT_TRUE(r.runtimes[0].ok);

@@ -1,21 +1,15 @@
 #include "mixprec/run.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
+#include "common/timing.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/npy.h"
 
 namespace mixprec {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double elapsed_ms(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // Joins per-sample outputs into arrays to save (see RunParams::save_outputs_path).
 NamedTensors stack_outputs(const std::vector<NamedTensors>& per_sample) {
@@ -85,18 +79,19 @@ LatencyStats summarize_latency(std::vector<double> times_ms) {
 RunReport run_model(const RunParams& params) {
   WarningCollector warnings;
   RunReport report;
-  report.model_path = params.model_path;
-  report.provider = params.session.provider;
+  const std::string& model_path = params.setup.model_path;
+  report.model_path = model_path;
+  report.provider = params.deployment.provider;
   report.runtime_version = runtime_version();
 
   const auto start = Clock::now();
-  Session session = Session::from_file(params.model_path, params.session);
-  report.session_create_ms = elapsed_ms(start);
+  Session session = Session::from_file(model_path, params.deployment.session());
+  report.session_create_ms = milliseconds_since(start);
 
-  auto source = open_samples(params.data, session.inputs(), params.model_path);
+  auto source = open_samples(evaluation_data(params.setup), session.inputs(), model_path);
   report.data_description = source->describe();
   report.samples = source->size();
-  if (report.samples == 0) throw_bad_input(params.model_path, "no samples to run");
+  if (report.samples == 0) throw_bad_input(model_path, "no samples to run");
 
   const NamedTensors first = source->sample(0);
   report.inputs = specs_of(first);
@@ -111,7 +106,7 @@ RunReport run_model(const RunParams& params) {
     const NamedTensors inputs = index == 0 ? first : source->sample(index);
     const auto t0 = Clock::now();
     NamedTensors outputs = session.run(inputs);
-    times.push_back(elapsed_ms(t0));
+    times.push_back(milliseconds_since(t0));
     if (r == 0) report.outputs = specs_of(outputs);
     if (keep && r < report.samples) kept.push_back(std::move(outputs));
   }

@@ -4,7 +4,7 @@
 #include "mixprec/error.h"
 #include "mixprec/image_source.h"
 #include "mixprec/log.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/evaluation.h"
 #include "tensor/data_paths.h"
 
 namespace mixprec {

@@ -1,62 +1,49 @@
-#include "search/workbench.h"
+#include "evaluation/workbench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <set>
 
+#include "common/timing.h"
+#include "evaluation/stats_cache.h"
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
 #include "mixprec/rewrite.h"
 
 namespace mixprec {
-namespace {
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-}  // namespace
-
-Workbench::Workbench(const WorkbenchOptions& options) : options_(options) {
-  const std::string& label = options_.model_path;
+Workbench::Workbench(const EvaluationSetup& setup, const DeploymentTarget& deployment, const WorkbenchOptions& options)
+    : setup_(setup), options_(options), session_(accuracy_session(deployment)) {
+  const std::string& label = setup_.model_path;
   const onnx::ModelProto model = load_model(label);
   task_ = analyze_model(model, label).task;
   prepared_ = prepare_model(model, options_.prepare, label);
-  load_or_calibrate();
+  load_or_calibrate(model);
   cache_reference();
 }
 
-void Workbench::load_or_calibrate() {
-  const std::string& label = options_.model_path;
-  const std::string& path = options_.stats_path;
-  const std::string fingerprint = model_fingerprint(prepared_);
-  if (!path.empty() && fs::exists(path)) {
-    stats_ = load_stats(path);
-    if (stats_.model_fingerprint != fingerprint) {
-      throw_bad_input(path, "statistics of another model: use a fresh --work-dir");
-    }
-    stats_reused_ = true;
-  } else {
-    const Session probe = Session::from_model(prepared_, label, options_.session);
-    const auto source = open_samples(options_.calibration, probe.inputs(), label);
-    const auto t0 = Clock::now();
-    stats_ = calibrate_model(prepared_, label, *source,
-                             {.session = options_.session,
-                              .max_samples = options_.calibration_samples,
-                              .progress = options_.progress});
-    calibration_seconds_ = seconds_since(t0);
-    if (!path.empty()) save_stats(stats_, path);
+void Workbench::load_or_calibrate(const onnx::ModelProto& model) {
+  const std::string& label = setup_.model_path;
+  if (!setup_.work_dir.empty() && !options_.stats_file.empty()) {
+    stats_path_ = (std::filesystem::path(setup_.work_dir) / options_.stats_file).string();
   }
-  ranks_ = infer_tensor_ranks(prepared_, label);
-  for (const auto& [name, rank] : stats_.ranks) ranks_[name] = rank;
+  const PrepareOptions calibration = calibration_preparation(options_.prepare);
+  const onnx::ModelProto graph = calibration.fold_affine == options_.prepare.fold_affine
+                                     ? prepared_
+                                     : prepare_model(model, calibration, label);
+  CachedStats cached = load_or_collect_stats(
+      graph, setup_, {.path = stats_path_, .max_samples = options_.calibration_samples, .session = session_});
+  stats_ = std::move(cached.stats);
+  stats_reused_ = cached.reused;
+  calibration_seconds_ = cached.seconds;
+  ranks_ = rank_table(prepared_, label, stats_);
 }
 
 // The FP32 reference runs once; every evaluation compares against these outputs.
 void Workbench::cache_reference() {
-  const std::string& label = options_.model_path;
-  const Session reference = Session::from_file(label, options_.session);
-  const auto source = open_samples(options_.evaluation, reference.inputs(), label);
+  const std::string& label = setup_.model_path;
+  const Session reference = Session::from_file(label, session_);
+  const auto source = open_samples(evaluation_data(setup_), reference.inputs(), label);
   if (source->size() == 0) throw_bad_input(label, "no evaluation samples");
   data_description_ = source->describe();
   const auto t0 = Clock::now();
@@ -69,7 +56,7 @@ void Workbench::cache_reference() {
 
 std::vector<std::string> Workbench::integer_layers(const QuantConfig& config) const {
   std::vector<std::string> layers;
-  for (const auto& a : assign_layers(config, prepared_, options_.model_path)) {
+  for (const auto& a : assign_layers(config, prepared_, setup_.model_path)) {
     if (!a.excluded && a.config.input_tensors && format_traits(a.config.input_tensors->format).is_integer) {
       layers.push_back(a.node_name);
     }
@@ -81,14 +68,14 @@ const MacEstimate& Workbench::macs() {
   if (!macs_) {
     std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto& [name, tensor] : inputs_.front()) shapes[name] = tensor.shape();
-    macs_ = estimate_node_macs(prepared_, shapes, options_.model_path);
+    macs_ = estimate_node_macs(prepared_, shapes, setup_.model_path);
   }
   return *macs_;
 }
 
 std::map<std::string, FormatId> Workbench::node_formats(const QuantConfig& config, const DeviceProfile& device) const {
   std::map<std::string, FormatId> formats;
-  for (const auto& a : assign_layers(config, prepared_, options_.model_path)) {
+  for (const auto& a : assign_layers(config, prepared_, setup_.model_path)) {
     if (a.excluded || !a.config.input_tensors) continue;
     FormatId format = a.config.input_tensors->format;
     if (a.config.weight && relative_speed(device, a.config.weight->format) < relative_speed(device, format)) {
@@ -108,7 +95,7 @@ double Workbench::time_vs_full_bf16(const QuantConfig& config, const DeviceProfi
 std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
                                                      const std::vector<std::string>& tensors) {
   evaluations_ += 2;
-  const std::string& label = options_.model_path;
+  const std::string& label = setup_.model_path;
   // Only tensors both graphs have (a rewrite may replace a tensor it quantizes in place).
   const onnx::ModelProto built = build(config);
   std::set<std::string> available;
@@ -118,8 +105,8 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
   for (const auto& name : tensors) {
     if (available.count(name)) names.push_back(name);
   }
-  const Session reference = Session::from_model(expose_intermediates(prepared_, names, label), label, options_.session);
-  const Session quantized = Session::from_model(expose_intermediates(built, names, label), label, options_.session);
+  const Session reference = Session::from_model(expose_intermediates(prepared_, names, label), label, session_);
+  const Session quantized = Session::from_model(expose_intermediates(built, names, label), label, session_);
   std::map<std::string, std::pair<double, double>> power;  // noise, signal
   for (const auto& sample : inputs_) {
     const NamedTensors want = reference.run(sample, names);
@@ -147,13 +134,9 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
 }
 
 onnx::ModelProto Workbench::build(const QuantConfig& config) const {
-  const auto assignment = assign_layers(config, prepared_, options_.model_path);
+  const auto assignment = assign_layers(config, prepared_, setup_.model_path);
   const QuantizeOptions options = quantize_options(config);
-  const RankLookup rank_of = [this](const std::string& name) -> std::optional<int64_t> {
-    auto it = ranks_.find(name);
-    return it == ranks_.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  };
-  return quantize_model(prepared_, assignment, stats_, options, options_.model_path, rank_of);
+  return quantize_model(prepared_, assignment, stats_, options, setup_.model_path, rank_lookup(ranks_));
 }
 
 Evaluation Workbench::evaluate(const QuantConfig& config) {
@@ -168,11 +151,11 @@ Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
   const auto t0 = Clock::now();
   Evaluation e;
   e.model = std::make_shared<const onnx::ModelProto>(model);
-  const Session session = Session::from_model(*e.model, options_.model_path, options_.session);
-  ModelComparer comparer(options_.tolerance);
+  const Session session = Session::from_model(*e.model, setup_.model_path, session_);
+  ModelComparer comparer(setup_.criterion.tolerance);
   for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));
   e.metrics = comparer.results();
-  e.verdict = judge(task_.type, e.metrics, options_.target);
+  e.verdict = judge(task_.type, e.metrics, setup_.criterion.target);
   for (const auto& m : e.metrics) {
     e.psnr_db = std::min(e.psnr_db, m.psnr_db);
     e.pass_rate = std::min(e.pass_rate, m.pass_rate);

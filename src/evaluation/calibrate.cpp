@@ -1,13 +1,14 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <random>
 #include <set>
 #include <thread>
 
 #include <onnx/shape_inference/implementation.h>
 
 #include "mixprec/error.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/evaluation.h"
 
 namespace mixprec {
 namespace {
@@ -61,16 +62,39 @@ std::string model_fingerprint(const onnx::ModelProto& model) {
   return digest.hex();
 }
 
+std::vector<size_t> spread_subset(size_t total, size_t count, uint64_t seed) {
+  std::vector<size_t> indices;
+  if (count >= total) {
+    for (size_t i = 0; i < total; ++i) indices.push_back(i);
+    return indices;
+  }
+  // mt19937_64's output sequence is fixed by the standard, so the subset is the same on every
+  // platform; the draw within a stratum uses the raw 64-bit output (distributions are not).
+  std::mt19937_64 rng(seed);
+  for (size_t k = 0; k < count; ++k) {
+    const size_t begin = k * total / count;
+    const size_t end = (k + 1) * total / count;  // > begin, since count < total
+    indices.push_back(begin + static_cast<size_t>(rng() % (end - begin)));
+  }
+  return indices;
+}
+
 CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
                                  const SampleSource& source, const CalibrateOptions& options) {
   const onnx::ModelProto exposed = expose_intermediates(prepared, main_graph_tensors(prepared), label);
   const Session session = Session::from_model(exposed, label, options.session);
-  const size_t total = options.max_samples ? std::min(options.max_samples, source.size()) : source.size();
+  const size_t available = source.size();
+  const std::vector<size_t> used =
+      spread_subset(available, options.max_samples ? options.max_samples : available, options.seed);
+  const size_t total = used.size();
   if (total == 0) throw_bad_input(label, "no calibration samples");
 
   CalibrationStats stats;
   stats.model_fingerprint = model_fingerprint(prepared);
-  stats.data_description = source.describe();
+  stats.data_description = total == available ? source.describe()
+                                               : std::to_string(total) + " of " + source.describe() +
+                                                     " (seeded, evenly spread; NumCalibSamples " +
+                                                     std::to_string(options.max_samples) + ")";
   std::map<std::string, StatsCollector> collectors;
   // Binning runs while ONNX Runtime is idle, spread over the cores: each tensor's collector is
   // updated by one thread per sample, in sample order, so the statistics do not depend on the
@@ -85,7 +109,7 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
     }
   };
   for (size_t i = 0; i < total; ++i) {
-    const NamedTensors inputs = source.sample(i);
+    const NamedTensors inputs = source.sample(used[i]);
     const NamedTensors outputs = session.run(inputs);
     jobs.clear();
     queue(inputs);

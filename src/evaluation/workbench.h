@@ -2,7 +2,10 @@
 // statistics (calibrated once, or read back from the work dir), and the FP32 reference outputs
 // on the evaluation samples (run once). After that, evaluating a config is one graph rewrite
 // from the cached statistics plus one evaluation pass; nothing re-runs calibration or the FP32
-// model. explore, dry-run and guide share it.
+// model. explore, dry-run, ladder, requantize and guide share it.
+//
+// Every session it builds measures accuracy, so every one is an accuracy_session() (CPU,
+// whatever the deployment's provider): the rule lives here, not in its callers.
 #pragma once
 
 #include <cstddef>
@@ -17,26 +20,21 @@
 #include "mixprec/analysis.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
-#include "mixprec/rewrite.h"
 #include "mixprec/devices.h"
+#include "mixprec/evaluation.h"
 #include "mixprec/macs.h"
 #include "mixprec/metrics.h"
-#include "mixprec/pipeline.h"
+#include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
 
 namespace mixprec {
 
 struct WorkbenchOptions {
-  std::string model_path;
-  std::string stats_path;         // read when it exists (same model only), written after calibrating; empty: neither
-  DataSpec calibration;
-  DataSpec evaluation;
-  size_t calibration_samples = 0;  // 0: every calibration sample
-  PrepareOptions prepare;  // from the config the workbench serves (prepare_options)
-  Tolerance tolerance;
-  std::optional<AccuracyTarget> target;
-  SessionOptions session;
-  ProgressFn progress;             // calibration progress
+  PrepareOptions prepare;           // of the config the workbench serves (prepare_options)
+  size_t calibration_samples = 0;   // NumCalibSamples of that config (0: every sample)
+  // In the setup's work dir: read when it exists (same model only), written after calibrating.
+  // Empty, or no work dir: neither.
+  std::string stats_file = "stats.json";
 };
 
 struct Evaluation {
@@ -51,13 +49,16 @@ struct Evaluation {
 class Workbench {
  public:
   // Loads, analyzes and prepares the model (Constants to initializers, BatchNorm folding), then
-  // calibrates (or reads the statistics) and caches the FP32 reference outputs.
-  explicit Workbench(const WorkbenchOptions& options);
+  // calibrates (or reads the statistics) and caches the FP32 reference outputs. The data comes
+  // from calibration_data() and evaluation_data(); the deployment gives the thread count.
+  Workbench(const EvaluationSetup& setup, const DeploymentTarget& deployment, const WorkbenchOptions& options = {});
 
+  const EvaluationSetup& setup() const { return setup_; }
   const TaskInference& task() const { return task_; }
   const onnx::ModelProto& prepared() const { return prepared_; }
   const CalibrationStats& stats() const { return stats_; }
   bool stats_reused() const { return stats_reused_; }
+  const std::string& stats_path() const { return stats_path_; }
   double calibration_seconds() const { return calibration_seconds_; }
   double reference_seconds() const { return reference_seconds_; }
   size_t samples() const { return inputs_.size(); }
@@ -84,20 +85,23 @@ class Workbench {
   // activations are absent.
   std::map<std::string, double> tensor_noise(const QuantConfig& config, const std::vector<std::string>& tensors);
 
-  // One rewrite and one pass over the cached samples, judged with the task's criterion or the target.
+  // One rewrite and one pass over the cached samples, judged with the setup's criterion.
   Evaluation evaluate(const QuantConfig& config);
   // The same pass for a model built elsewhere (a quantized model given by the user).
   Evaluation evaluate_model(const onnx::ModelProto& model);
 
  private:
-  void load_or_calibrate();
+  void load_or_calibrate(const onnx::ModelProto& model);
   void cache_reference();
 
+  EvaluationSetup setup_;
   WorkbenchOptions options_;
+  SessionOptions session_;  // accuracy_session(deployment)
   TaskInference task_;
   onnx::ModelProto prepared_;
   CalibrationStats stats_;
   bool stats_reused_ = false;
+  std::string stats_path_;
   double calibration_seconds_ = 0;
   double reference_seconds_ = 0;
   std::map<std::string, int64_t> ranks_;

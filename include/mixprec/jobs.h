@@ -1,0 +1,80 @@
+// Jobs: what the CLI's quantize, dequantize and compare commands do, as library calls (run is
+// in mixprec/run.h). Each job validates its inputs before any work, never modifies the input
+// model, and writes outputs atomically (a failed job leaves nothing half-written).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mixprec/analysis.h"
+#include "mixprec/config.h"
+#include "mixprec/evaluation.h"
+#include "mixprec/metrics.h"
+#include "mixprec/rewrite.h"
+
+namespace mixprec {
+
+struct QuantizeParams {
+  // model_path, calibration (empty: calibration_data()'s rule with the config's
+  // NumCalibSamples), progress; the evaluation data and criterion are not used.
+  EvaluationSetup setup;
+  ConfigSource config;
+  std::string output_path;
+  std::optional<CalibMethod> calib_method;  // overrides the config's methods
+  // Read when it exists (statistics of this model; every preset of one model shares them),
+  // else written after calibrating. Empty: neither.
+  std::string stats_path;
+  // Calibration runs on CPU (accuracy_session) with its threads; the written model must load on
+  // CPU and, when another provider is named, on that provider too.
+  DeploymentTarget deployment;
+};
+
+struct QuantizeReport {
+  std::string output_path;
+  std::string config_path;          // the effective config, beside the model
+  std::string stats_path;           // empty when statistics were not saved
+  bool stats_reused = false;
+  bool calibrated = false;
+  size_t calibration_samples = 0;
+  double calibration_seconds = 0;
+  std::string data_description;
+  size_t nodes = 0, nodes_integer = 0, nodes_bf16 = 0, nodes_fp16 = 0, nodes_float = 0;
+  PrepareSummary prepare;
+  RewriteSummary rewrite;
+  std::vector<std::string> warnings;
+};
+
+QuantizeReport quantize_job(const QuantizeParams& params);
+
+struct DequantizeReport {
+  std::string output_path;
+  StripSummary strip;
+  std::vector<std::string> warnings;
+};
+
+DequantizeReport dequantize_job(const std::string& model_path, const std::string& output_path);
+
+struct CompareParams {
+  // model_path: the reference (FP32) model; evaluation: the samples both models run on;
+  // criterion; progress.
+  EvaluationSetup setup;
+  std::string candidate_path;  // the model judged against the reference
+  // Both models run on this provider: compare is how a user checks a model on a runtime of
+  // their choice (the accuracy-measuring workflows always use CPU).
+  DeploymentTarget deployment;
+};
+
+struct CompareReport {
+  TaskInference task;
+  size_t samples = 0;
+  std::string data_description;
+  std::vector<OutputMetrics> outputs;
+  Verdict verdict;
+  std::vector<std::string> warnings;
+};
+
+CompareReport compare_job(const CompareParams& params);
+
+}  // namespace mixprec

@@ -1,0 +1,50 @@
+// Statistics collected once per model and reused by every preset and config of it.
+//
+// They are collected on the calibration graph: the model prepared with the config's BatchNorm
+// folding (ConvertBNToConv) but without the affine folding (FoldConvAffine). Folding a Conv's
+// following per-channel Mul/Add into it removes only the Conv's own output and keeps the
+// downstream tensor's name and values, so every float tensor of an affine-folded preparation
+// is a tensor of the calibration graph with the same values: XINT8 (no affine folding) and
+// A16W8 / U8S8 (affine folding) read the same statistics file.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "mixprec/calibration.h"
+#include "mixprec/evaluation.h"
+#include "mixprec/rewrite.h"
+
+namespace mixprec {
+
+// The preparation statistics are collected under, for a config's preparation.
+PrepareOptions calibration_preparation(PrepareOptions prepare);
+
+struct StatsRequest {
+  std::string path;        // read when it exists (kBadInput when it is another model's), else
+                           // written after collecting; empty: neither
+  size_t max_samples = 0;  // NumCalibSamples (0: every sample; 100 random ones without data)
+  SessionOptions session;  // accuracy_session()
+};
+
+struct CachedStats {
+  CalibrationStats stats;
+  bool reused = false;     // read from `path`
+  double seconds = 0;      // of the calibration pass; 0 when reused
+};
+
+// `calibration_graph` is prepare_model(model, calibration_preparation(...)) of the setup's
+// model. The samples are calibration_data(setup, ...), resolved only when collecting.
+CachedStats load_or_collect_stats(const onnx::ModelProto& calibration_graph, const EvaluationSetup& setup,
+                                  const StatsRequest& request);
+
+// The rank of every tensor of `prepared`: inferred (infer_tensor_ranks, exactly from `sample`
+// when given), then overridden by the ranks calibration saw (exact).
+std::map<std::string, int64_t> rank_table(const onnx::ModelProto& prepared, const std::string& label,
+                                          const CalibrationStats& stats, const NamedTensors* sample = nullptr);
+// A lookup over a rank table the caller keeps alive.
+RankLookup rank_lookup(const std::map<std::string, int64_t>& ranks);
+
+}  // namespace mixprec

@@ -1,0 +1,143 @@
+#include <algorithm>
+#include <filesystem>
+
+#include "evaluation/stats_cache.h"
+#include "mixprec/error.h"
+#include "mixprec/jobs.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+
+namespace mixprec {
+namespace {
+namespace fs = std::filesystem;
+
+void refuse_overwriting_input(const std::string& input, const std::string& output) {
+  std::error_code ec;
+  if (output.empty()) throw_bad_input("", "no output path given");
+  if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
+    throw_bad_input(output, "the output would overwrite the input model");
+  }
+}
+
+bool integer_activations(const NodeAssignment& a) {
+  for (const auto* spec : {&a.config.input_tensors, &a.config.output_tensors}) {
+    if (*spec && format_traits((*spec)->format).is_integer) return true;
+  }
+  return false;
+}
+
+void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeReport& report) {
+  for (const auto& a : assignment) {
+    ++report.nodes;
+    const auto& c = a.config;
+    auto uses = [&](FormatId f) {
+      for (const auto* spec : {&c.input_tensors, &c.weight, &c.bias, &c.output_tensors}) {
+        if (*spec && (*spec)->format == f) return true;
+      }
+      return false;
+    };
+    if (a.excluded || (!c.input_tensors && !c.weight && !c.bias && !c.output_tensors)) {
+      ++report.nodes_float;
+    } else if (uses(FormatId::kBFloat16)) {
+      ++report.nodes_bf16;
+    } else if (uses(FormatId::kFloat16)) {
+      ++report.nodes_fp16;
+    } else if (integer_activations(a) || (c.weight && format_traits(c.weight->format).is_integer)) {
+      ++report.nodes_integer;
+    } else {
+      ++report.nodes_float;
+    }
+  }
+}
+
+std::string config_path_for(const std::string& output) {
+  return fs::path(output).replace_extension(".config.json").string();
+}
+
+}  // namespace
+
+QuantizeReport quantize_job(const QuantizeParams& params) {
+  WarningCollector warnings;
+  QuantizeReport report;
+  const std::string& label = params.setup.model_path;
+  refuse_overwriting_input(label, params.output_path);
+  QuantConfig config = resolve_config(params.config);
+  if (params.calib_method) override_calib_method(config, *params.calib_method);
+  const SessionOptions session = accuracy_session(params.deployment);
+  const onnx::ModelProto model = load_model(label);
+  const PrepareOptions preparation = prepare_options(config);
+  const onnx::ModelProto prepared = prepare_model(model, preparation, label, &report.prepare);
+  const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, label);
+  count_precisions(assignment, report);
+
+  CalibrationStats stats;
+  const bool needs_stats = std::any_of(assignment.begin(), assignment.end(), [](const NodeAssignment& a) {
+    return !a.excluded && integer_activations(a);
+  });
+  if (needs_stats) {
+    const PrepareOptions calibration = calibration_preparation(preparation);
+    CachedStats cached = load_or_collect_stats(
+        calibration.fold_affine == preparation.fold_affine ? prepared : prepare_model(model, calibration, label),
+        params.setup,
+        {.path = params.stats_path, .max_samples = static_cast<size_t>(config.extra.num_calib_samples), .session = session});
+    stats = std::move(cached.stats);
+    report.stats_reused = cached.reused;
+    report.calibrated = !cached.reused;
+    report.calibration_seconds = cached.seconds;
+    report.stats_path = params.stats_path;
+    report.calibration_samples = stats.samples;
+    report.data_description = stats.data_description;
+  }
+
+  const QuantizeOptions options = quantize_options(config);
+  // Ranks seen by calibration first (exact); without a calibration pass, one run on the first
+  // sample of the given data (or one seeded random sample when every input shape is known).
+  std::optional<NamedTensors> rank_sample;
+  const DataSpec& given = params.setup.calibration;
+  if (stats.ranks.empty()) {
+    const Session probe = Session::from_model(prepared, label, session);
+    DataSpec data = given;
+    if (data.data.files.empty()) data.data.random_samples = 1;
+    try {
+      rank_sample = open_samples(data, probe.inputs(), label)->sample(0);
+    } catch (const Error&) {
+      if (!given.data.files.empty()) throw;  // the user's data is bad: say so
+      // Dynamic input dims and no data: static inference alone must do.
+    }
+  }
+  const std::map<std::string, int64_t> ranks = rank_table(prepared, label, stats, rank_sample ? &*rank_sample : nullptr);
+  onnx::ModelProto quantized;
+  try {
+    quantized = quantize_model(prepared, assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported || rank_sample || e.message().find("rank") == std::string::npos) throw;
+    throw Error(e.kind(), e.file(),
+                e.message() + "; give --calibration-data or --input-shape so mixprec can run the model once and "
+                              "learn the ranks");
+  }
+  // ONNX Runtime is the judge of validity: nothing is written unless it loads the result, on
+  // CPU and on the deployment's provider.
+  Session::from_model(quantized, params.output_path, session);
+  if (!params.deployment.on_cpu()) Session::from_model(quantized, params.output_path, params.deployment.session());
+  save_model(quantized, params.output_path);
+  report.output_path = params.output_path;
+  report.config_path = config_path_for(params.output_path);
+  save_config(config, report.config_path);
+  report.warnings = warnings.warnings();
+  return report;
+}
+
+DequantizeReport dequantize_job(const std::string& model_path, const std::string& output_path) {
+  WarningCollector warnings;
+  DequantizeReport report;
+  refuse_overwriting_input(model_path, output_path);
+  const onnx::ModelProto model = load_model(model_path);
+  const onnx::ModelProto stripped = strip_quantization(model, model_path, &report.strip);
+  Session::from_model(stripped, output_path);
+  save_model(stripped, output_path);
+  report.output_path = output_path;
+  report.warnings = warnings.warnings();
+  return report;
+}
+
+}  // namespace mixprec
