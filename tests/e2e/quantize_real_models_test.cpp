@@ -9,6 +9,7 @@
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
 #include "mixprec/jobs.h"
+#include "support/cli_runner.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -46,6 +47,22 @@ class QuantizeRealModel : public testing::TempDirTest {
   }
 
 };
+
+TEST_F(QuantizeRealModel, ReadmeStatisticsExampleRunsAsShown) {
+  // The README's two commands: XINT8 calibrates and saves the statistics, A16W8 (which folds
+  // the detector's per-channel Mul/Add into its Convs, another prepared graph) reuses them.
+  const std::string det = kModels + "/ppocr_det.onnx";
+  const CliResult xint8 = run_cli({"quantize", det, "--preset", "XINT8", "-o", out("det_xint8.onnx"), "--calibration-data",
+                                   kCalib, "--preprocess", "ppocr_det", "--image-size", "320x320", "--stats",
+                                   out("det.stats.json")});
+  ASSERT_EQ(xint8.exit_code, 0) << xint8.err;
+  const CliResult a16w8 =
+      run_cli({"quantize", det, "--preset", "A16W8", "-o", out("det_a16w8.onnx"), "--stats", out("det.stats.json")});
+  ASSERT_EQ(a16w8.exit_code, 0) << a16w8.err;
+  EXPECT_NE(a16w8.out.find("calibration  reused"), std::string::npos) << a16w8.out;
+  EXPECT_NE(a16w8.out.find("per-channel Mul/Add folded into Conv"), std::string::npos) << a16w8.out;
+  EXPECT_TRUE(fs::exists(out("det_a16w8.onnx")));
+}
 
 TEST_F(QuantizeRealModel, Xint8DirectionClassifierKeepsTop1) {
   const std::string model = kModels + "/ppocr_cls.onnx";

@@ -9,6 +9,7 @@
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
 #include "mixprec/jobs.h"
+#include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "support/explore_models.h"
 #include "support/temp_dir.h"
@@ -69,6 +70,30 @@ TEST_F(ExploreTest, BothRankingsFindTheSensitiveLayerFirst) {
     EXPECT_EQ(r.evaluations, 3u + ranking_cost) << to_string(ranking);
     EXPECT_LT(r.int8_metrics.at(0).psnr_db, 30.0);
   }
+}
+
+TEST_F(ExploreTest, AccuracyIsMeasuredOnCpuWhateverTheProvider) {
+  const ExploreResult on_cpu = explore(params(Ranking::kDynamicRange));
+  EXPECT_FALSE(on_cpu.runtime_check.has_value());
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.setup.work_dir = path("work_cuda");
+  p.deployment.provider = "CUDA";  // absent from the CPU-only build: only the final model's load check fails
+  const ExploreResult r = explore(p);
+  EXPECT_EQ(r.lifted_layers, on_cpu.lifted_layers);
+  EXPECT_EQ(r.final_metrics.at(0).psnr_db, on_cpu.final_metrics.at(0).psnr_db);
+  ASSERT_TRUE(r.runtime_check.has_value());
+  EXPECT_FALSE(r.runtime_check->ok);
+  EXPECT_NE(r.runtime_check->detail.find("not in this ONNX Runtime build"), std::string::npos) << r.runtime_check->detail;
+}
+
+TEST_F(ExploreTest, WithoutCalibrationDataItCalibratesOnSeededRandomDataWithAWarning) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.setup.calibration = DataSpec{};
+  const ExploreResult r = explore(p);
+  EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
+  bool warned = false;
+  for (const auto& w : r.warnings) warned = warned || w.find("no calibration data given") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 TEST_F(ExploreTest, WorkDirHoldsLedgerAndAReproducibleConfig) {

@@ -7,6 +7,7 @@
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
 #include "mixprec/jobs.h"
+#include "mixprec/log.h"
 #include "mixprec/workflow.h"
 #include "support/explore_models.h"
 #include "support/temp_dir.h"
@@ -79,6 +80,38 @@ TEST_F(DryRunTest, DeviceDecidesWhichRowsCanBeUsed) {
   EXPECT_THROW(dry_run(p), Error);
 }
 
+TEST_F(DryRunTest, AccuracyIsMeasuredOnCpuWhateverTheProvider) {
+  // --ep CUDA (absent from the CPU-only build the set-up fetches) used to be the provider of
+  // every accuracy run, so dry-run failed or measured another runtime than guide. Now every row
+  // is measured on CPU and the provider is only asked to load each row's model.
+  DryRunParams p = params("psnr>30");
+  const DryRunReport on_cpu = dry_run(p);
+  p.setup.work_dir = path("work_cuda");
+  p.deployment.provider = "CUDA";
+  const DryRunReport r = dry_run(p);
+  ASSERT_EQ(r.rows.size(), on_cpu.rows.size());
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    EXPECT_EQ(r.rows[i].metrics.at(0).psnr_db, on_cpu.rows[i].metrics.at(0).psnr_db) << r.rows[i].label;
+  }
+  ASSERT_EQ(r.runtimes.size(), r.rows.size());
+  for (const auto& trial : r.runtimes) {
+    EXPECT_FALSE(trial.ok);
+    EXPECT_NE(trial.detail.find("not in this ONNX Runtime build"), std::string::npos) << trial.detail;
+  }
+  EXPECT_TRUE(on_cpu.runtimes.empty());
+}
+
+TEST_F(DryRunTest, WithoutCalibrationDataItCalibratesOnSeededRandomDataWithAWarning) {
+  DryRunParams p = params("psnr>30");
+  p.setup.calibration = DataSpec{};
+  WarningCollector warnings;
+  const DryRunReport r = dry_run(p);
+  EXPECT_EQ(r.rows.size(), 4u);
+  bool warned = false;
+  for (const auto& w : warnings.warnings()) warned = warned || w.find("no calibration data given") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 class RequantizeTest : public testing::TempDirTest {
  protected:
   RequantizeParams params() {
@@ -130,6 +163,21 @@ TEST_F(RequantizeTest, AFloatModelIsRefusedBeforeAnyWork) {
   }
   EXPECT_FALSE(fs::exists(p.output_path));
   EXPECT_FALSE(fs::exists(path("work/stripped.onnx")));
+}
+
+TEST_F(RequantizeTest, AccuracyIsMeasuredOnCpuWhateverTheProvider) {
+  RequantizeParams p = params();
+  p.config.preset = "BF16";
+  const RequantizeReport on_cpu = requantize(p);
+  p.setup.work_dir = path("work_cuda");
+  p.output_path = path("model_bf16_cuda.onnx");
+  p.deployment.provider = "CUDA";
+  const RequantizeReport r = requantize(p);
+  EXPECT_EQ(r.new_metrics.at(0).psnr_db, on_cpu.new_metrics.at(0).psnr_db);
+  EXPECT_EQ(r.previous_metrics.at(0).psnr_db, on_cpu.previous_metrics.at(0).psnr_db);
+  ASSERT_EQ(r.runtimes.size(), 1u);
+  EXPECT_FALSE(r.runtimes[0].ok);
+  EXPECT_EQ(r.runtimes[0].model, p.output_path);
 }
 
 TEST_F(RequantizeTest, NeedsANewConfig) {

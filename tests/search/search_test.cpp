@@ -1,0 +1,261 @@
+// The two searches against a fake evaluator whose sensitivities, interactions and ties are
+// planted, so each decision can be worked out by hand; and the ledger replay in front of it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mixprec/error.h"
+#include "search/ledger.h"
+#include "search/search.h"
+
+namespace mixprec::search {
+namespace {
+
+// Every layer adds noise of a planted power to one output; the objective is the worst
+// output's PSNR against a unit-power signal: 10 log10(1 / noise). Lifting a layer removes its
+// noise. A layer with no planted noise adds none. `pass_db` is the criterion.
+class PlantedEvaluator : public Evaluator {
+ public:
+  struct Layer {
+    int output;
+    double noise;
+  };
+  PlantedEvaluator(std::map<std::string, Layer> layers, int outputs, double pass_db)
+      : layers_(std::move(layers)), outputs_(outputs), pass_db_(pass_db) {}
+
+  static double db(double noise) { return noise > 0 ? 10 * std::log10(1.0 / noise) : 200.0; }
+
+  Score evaluate(const std::set<std::string>& lifted, const std::string& label) override {
+    labels.push_back(label);
+    std::vector<double> noise(static_cast<size_t>(outputs_), 0.0);
+    for (const auto& [name, layer] : layers_) {
+      if (!lifted.count(name)) noise[static_cast<size_t>(layer.output)] += layer.noise;
+    }
+    double worst = 200.0;
+    for (double n : noise) worst = std::min(worst, db(n));
+    Score s;
+    s.objective = worst;
+    s.psnr_db = worst;
+    s.pass_rate = 1;
+    s.pass = worst >= pass_db_;
+    return s;
+  }
+
+  std::vector<std::string> labels;  // every trial asked for, in order
+
+ private:
+  std::map<std::string, Layer> layers_;
+  int outputs_;
+  double pass_db_;
+};
+
+// Records what the search reports.
+class Recorder : public SearchObserver {
+ public:
+  void on_step(const ExploreStep& step, const Score&) override { steps.push_back(step); }
+  void on_best(const std::set<std::string>& lifted, const Score&) override { bests.push_back(lifted); }
+  std::vector<ExploreStep> steps;
+  std::vector<std::set<std::string>> bests;
+};
+
+constexpr double kDbGain = 1e-3;  // PSNR's min_gain (MetricTraits)
+
+SearchLimits limits(size_t budget, size_t max_iterations = 50) {
+  return {.budget = budget, .max_iterations = max_iterations, .min_gain = kDbGain, .lift = "BF16"};
+}
+
+TEST(GreedySearch, LiftsThePlantedLayersInRankingOrderUntilTheCriterionHolds) {
+  // One output: noise 0.01 + 0.001 + 1e-5 = 0.01101 -> 19.58 dB. Lifting "big" leaves 0.00101
+  // -> 29.96 dB; then "mid" leaves 1e-5 -> 50 dB >= 40: criterion met after two steps.
+  PlantedEvaluator fake({{"big", {0, 0.01}}, {"mid", {0, 0.001}}, {"small", {0, 1e-5}}}, 1, 40.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  Recorder rec;
+  const SearchOutcome out = greedy({"big", "mid", "small"}, start, limits(3), fake, rec);
+  EXPECT_EQ(out.stop_reason, "criterion met");
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"big", "mid"}));
+  ASSERT_EQ(rec.steps.size(), 2u);
+  EXPECT_EQ(rec.steps[0].decision, Decision::kAccepted);
+  EXPECT_NEAR(rec.steps[0].psnr_db, 10 * std::log10(1 / 0.00101), 1e-9);
+  EXPECT_EQ(rec.steps[1].index, 2u);
+  EXPECT_EQ(rec.steps[1].lifted_layers, 2u);
+  EXPECT_NEAR(out.best.psnr_db, 50.0, 1e-9);
+}
+
+TEST(GreedySearch, RetriesASkippedLayerOnceALaterPromotionChangedTheState) {
+  // Two outputs, the worst one decides. "b" feeds output 1 (noise 1e-3, 30 dB) and is ranked
+  // first, but output 0 is worse (noise 1e-2, 20 dB, from "a"): lifting "b" alone changes
+  // nothing -> skipped. Lifting "a" makes output 1 the worst (30 dB) -> accepted. Without a
+  // second try "b" would stay int8 at 30 dB; retried, it gains and the criterion (45 dB) holds.
+  PlantedEvaluator fake({{"a", {0, 1e-2}}, {"b", {1, 1e-3}}, {"c", {0, 1e-5}}}, 2, 45.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  Recorder rec;
+  const SearchOutcome out = greedy({"b", "a", "c"}, start, limits(3), fake, rec);
+  ASSERT_GE(rec.steps.size(), 3u);
+  EXPECT_EQ(rec.steps[0].layer, "b");
+  EXPECT_EQ(rec.steps[0].decision, Decision::kSkipped);
+  EXPECT_EQ(rec.steps[1].layer, "a");
+  EXPECT_EQ(rec.steps[1].decision, Decision::kAccepted);
+  // Output 1 still at 30 dB: lifting "c" (output 0: 1e-5 -> nothing) leaves the worst alone.
+  EXPECT_EQ(rec.steps[2].layer, "c");
+  EXPECT_EQ(rec.steps[2].decision, Decision::kSkipped);
+  ASSERT_EQ(rec.steps.size(), 4u);
+  EXPECT_EQ(rec.steps[3].layer, "b");
+  EXPECT_EQ(rec.steps[3].sweep, 2u);
+  EXPECT_EQ(rec.steps[3].decision, Decision::kAccepted);
+  EXPECT_EQ(out.stop_reason, "criterion met");
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"a", "b"}));
+  // The criterion held after b's retry, so "c" was not tried again.
+  EXPECT_EQ(fake.labels, (std::vector<std::string>{"full INT8", "b", "a", "c", "b"}));
+}
+
+TEST(GreedySearch, ASkippedLayerIsNotRetriedWhenNothingChangedSince) {
+  // "x" is accepted first; "y" is skipped after it and nothing is accepted later, so a retry
+  // would be the same trial with the same score: it is not asked for.
+  PlantedEvaluator fake({{"x", {0, 1e-2}}, {"y", {0, 1e-14}}}, 1, 300.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  Recorder rec;
+  const SearchOutcome out = greedy({"x", "y"}, start, limits(2), fake, rec);
+  EXPECT_EQ(out.stop_reason, "every ranked layer was tried");
+  EXPECT_EQ(fake.labels, (std::vector<std::string>{"full INT8", "x", "y"}));
+}
+
+TEST(GreedySearch, AGainBelowTheMetricsMinGainIsNoGain) {
+  // Lifting "dust" changes the noise by 1e-10 of it: a PSNR change of ~4e-10 dB, rounding, not a
+  // gain. It is skipped; lifting "real" then leaves 1e-12 (120 dB >= 100): met, "dust" stays.
+  PlantedEvaluator fake({{"dust", {0, 1e-12}}, {"real", {0, 1e-2}}}, 1, 100.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  Recorder rec;
+  const SearchOutcome out = greedy({"dust", "real"}, start, limits(2), fake, rec);
+  ASSERT_GE(rec.steps.size(), 2u);
+  EXPECT_EQ(rec.steps[0].decision, Decision::kSkipped);
+  EXPECT_EQ(rec.steps[1].decision, Decision::kAccepted);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"real"}));
+  EXPECT_EQ(rec.bests, (std::vector<std::set<std::string>>{{"real"}}));
+}
+
+TEST(GreedySearch, PromotionDecisionsUseMinGainAndBreakTiesOnPsnr) {
+  EXPECT_EQ(promotion_decision(20.0, 20.0 + 4.6e-13, 0, 0, kDbGain), Decision::kSkipped);  // the defect's "gain"
+  EXPECT_EQ(promotion_decision(20.0, 20.002, 0, 0, kDbGain), Decision::kAccepted);
+  EXPECT_EQ(promotion_decision(20.0, 19.998, 0, 0, kDbGain), Decision::kRolledBack);
+  // A coarse objective tied (top-1 over 16 rows, min_gain 1e-9): the worst PSNR decides, by
+  // more than PSNR's own min_gain.
+  EXPECT_EQ(promotion_decision(0.8125, 0.8125, 12.8, 13.3, 1e-9), Decision::kAccepted);
+  EXPECT_EQ(promotion_decision(0.8125, 0.8125, 12.8, 12.8 + 1e-6, 1e-9), Decision::kSkipped);
+  EXPECT_EQ(promotion_decision(0.8125, 0.8125, 12.8, 12.6, 1e-9), Decision::kRolledBack);
+}
+
+TEST(GreedySearch, BudgetAndMaxIterationsStopIt) {
+  PlantedEvaluator fake({{"a", {0, 1e-2}}, {"b", {0, 1e-3}}, {"c", {0, 1e-4}}}, 1, 100.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  Recorder budget_rec;
+  const SearchOutcome budget = greedy({"a", "b", "c"}, start, limits(2), fake, budget_rec);
+  EXPECT_EQ(budget.stop_reason, "BF16 budget: 2 of 3 candidate layers");
+  EXPECT_EQ(budget.lifted.size(), 2u);
+  Recorder iter_rec;
+  const SearchOutcome iterations = greedy({"a", "b", "c"}, start, limits(3, 1), fake, iter_rec);
+  EXPECT_EQ(iterations.stop_reason, "max iterations (1)");
+  EXPECT_EQ(iter_rec.steps.size(), 1u);
+}
+
+TEST(BisectionSearch, FindsTheSmallestPassingPrefixInLog2Steps) {
+  // 16 layers of equal noise 1e-3 on one output: lifting the top k leaves (16 - k) 1e-3. The
+  // criterion 25 dB needs noise <= 10^-2.5 = 0.00316, i.e. at most 3 layers left: k >= 13.
+  std::map<std::string, PlantedEvaluator::Layer> layers;
+  std::vector<std::string> ranking;
+  for (int i = 0; i < 16; ++i) {
+    ranking.push_back(std::string("l").append(std::to_string(i)));
+    layers[ranking.back()] = {0, 1e-3};
+  }
+  PlantedEvaluator fake(layers, 1, 25.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  std::set<std::string> everything(ranking.begin(), ranking.end());
+  const Score all = fake.evaluate(everything, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = bisection(ranking, start, all, limits(16), fake, rec);
+  EXPECT_EQ(out.lifted.size(), 13u);
+  EXPECT_EQ(out.stop_reason, "bisection: the top 13 ranked layers are the fewest that meet the criterion");
+  // hi = 16 is the baseline; then k = 8 (miss), 12 (miss), 14 (meets), 13 (meets): 4 = log2(16) steps.
+  ASSERT_EQ(rec.steps.size(), 4u);
+  EXPECT_EQ(rec.steps[0].layer, "top 8");
+  EXPECT_EQ(rec.steps[1].layer, "top 12");
+  EXPECT_EQ(rec.steps[2].layer, "top 14");
+  EXPECT_EQ(rec.steps[3].layer, "top 13");
+  EXPECT_EQ(rec.steps[3].decision, Decision::kMeets);
+}
+
+TEST(BisectionSearch, TheBudgetItselfMissing) {
+  std::map<std::string, PlantedEvaluator::Layer> layers = {{"a", {0, 1e-3}}, {"b", {0, 1e-3}}, {"c", {0, 1e-3}}};
+  PlantedEvaluator fake(layers, 1, 40.0);  // needs all 3 lifted; the budget allows 1
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({"a", "b", "c"}, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = bisection({"a", "b", "c"}, start, all, limits(1), fake, rec);
+  ASSERT_EQ(rec.steps.size(), 1u);
+  EXPECT_EQ(rec.steps[0].decision, Decision::kMisses);
+  EXPECT_NE(out.stop_reason.find("still miss"), std::string::npos) << out.stop_reason;
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"a"}));  // better than full INT8: the best so far
+}
+
+TEST(LedgerReplayTest, AnswersFromTheLedgerThenFromTheLiveEvaluatorAfterItsEndHook) {
+  PlantedEvaluator live({{"a", {0, 1e-2}}, {"b", {0, 1e-3}}}, 1, 100.0);
+  ExploreStep recorded{.index = 1, .layer = "a", .decision = Decision::kAccepted, .objective = 29.5, .psnr_db = 29.5,
+                       .pass_rate = 1, .meets_criterion = false, .lifted_layers = 1, .seconds = 0.25};
+  size_t ended = 0;
+  size_t live_calls_at_end = 0;
+  LedgerReplay replay({recorded}, live, "ledger.jsonl", [&] {
+    ++ended;
+    live_calls_at_end = live.labels.size();
+  });
+  const Score first = replay.evaluate({"a"}, "a");
+  EXPECT_TRUE(first.replayed);
+  EXPECT_DOUBLE_EQ(first.objective, 29.5);  // the ledger's number, not a new evaluation
+  EXPECT_DOUBLE_EQ(first.seconds, 0.25);
+  EXPECT_TRUE(live.labels.empty());
+  const Score second = replay.evaluate({"a", "b"}, "b");
+  EXPECT_FALSE(second.replayed);
+  EXPECT_EQ(ended, 1u);
+  EXPECT_EQ(live_calls_at_end, 0u);  // the hook ran before the first live evaluation
+  replay.finish();
+  EXPECT_EQ(ended, 1u);  // once
+  ASSERT_NE(replay.recorded(1), nullptr);
+  EXPECT_EQ(replay.recorded(2), nullptr);
+}
+
+TEST(LedgerReplayTest, AnotherTrialThanTheLedgersIsRefused) {
+  PlantedEvaluator live({{"a", {0, 1e-2}}}, 1, 100.0);
+  LedgerReplay replay({ExploreStep{.index = 1, .layer = "a"}}, live, "ledger.jsonl", {});
+  try {
+    replay.evaluate({"b"}, "b");
+    FAIL() << "replayed another trial";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("step 1 tried 'a' where this run tries 'b'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LedgerLines, RoundTripAndACutLastLine) {
+  const ExploreStep step{.index = 1, .layer = "conv_3", .decision = Decision::kRolledBack, .sweep = 2,
+                         .objective = -0.5, .psnr_db = 21.25, .pass_rate = 0.9975, .meets_criterion = false,
+                         .lifted_layers = 4, .seconds = 1.5};
+  const auto line = step_to_json(step, {});
+  const ExploreStep back = step_from_json(line);
+  EXPECT_EQ(back.layer, "conv_3");
+  EXPECT_EQ(back.decision, Decision::kRolledBack);
+  EXPECT_EQ(back.sweep, 2u);
+  EXPECT_DOUBLE_EQ(back.psnr_db, 21.25);
+  EXPECT_EQ(back.lifted_layers, 4u);
+  std::string complete;
+  const std::string text = line.dump() + "\n" + line.dump().substr(0, 20);
+  const auto steps = parse_ledger(text, "ledger.jsonl", complete);
+  EXPECT_EQ(steps.size(), 1u);  // the cut line is dropped
+  EXPECT_EQ(complete, line.dump() + "\n");
+  // A bad line that is not the last one is an error naming it.
+  EXPECT_THROW(parse_ledger("{}\n" + line.dump() + "\n", "ledger.jsonl", complete), Error);
+}
+
+}  // namespace
+}  // namespace mixprec::search
