@@ -1,11 +1,9 @@
 #include <iostream>
 #include <memory>
 
-#include <nlohmann/json.hpp>
-
 #include "common.h"
 #include "mixprec/jobs.h"
-#include "mixprec/metrics_report.h"
+#include "mixprec/jobs_report.h"
 
 namespace mixprec::cli {
 
@@ -36,25 +34,8 @@ Command add_compare(CLI::App& app) {
             params.candidate_path = flags->model;
             params.deployment = flags->deployment.resolve();
             const CompareReport r = compare_job(params);
-            if (flags->json) {
-              nlohmann::ordered_json j;
-              j["reference"] = params.setup.model_path;
-              j["model"] = params.candidate_path;
-              j["task"] = {{"type", to_string(r.task.type)}, {"reason", r.task.reason}};
-              j["samples"] = r.samples;
-              j["data"] = r.data_description;
-              j["outputs"] = nlohmann::ordered_json::array();
-              for (const auto& m : r.outputs) j["outputs"].push_back(metrics_to_json(m));
-              j["verdict"] = verdict_to_json(r.verdict);
-              j["warnings"] = r.warnings;
-              std::cout << j.dump(2) << '\n';
-            } else {
-              std::cout << "task     " << to_string(r.task.type) << " (" << r.task.reason << ")\n"
-                        << "data     " << r.data_description << "\n"
-                        << metrics_table({{params.candidate_path, r.outputs}})
-                        << "verdict  " << (r.verdict.pass ? "PASS" : "FAIL") << ": " << r.verdict.criterion << "\n"
-                        << "         " << r.verdict.reason << "\n";
-            }
+            std::cout << (flags->json ? compare_to_json(r, params.setup.model_path, params.candidate_path).dump(2) + "\n"
+                                      : compare_text(r, params.candidate_path));
             return r.verdict.pass ? kExitOk : kExitAccuracyFailure;
           }};
 }

@@ -9,7 +9,7 @@
 #include "mixprec/config.h"
 #include "mixprec/explore.h"
 #include "mixprec/model_io.h"
-#include "mixprec/metrics_report.h"
+#include "mixprec/jobs_report.h"
 
 namespace mixprec::cli {
 namespace {
@@ -69,35 +69,14 @@ Command add_explore(CLI::App& app) {
             // kill or power cut would: the crash test of --resume.
             const size_t abort_after = abort_after_steps();
             const ExploreResult r = explore(params, [abort_after](const ExploreStep& s) {
-              std::printf("step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  best %3zu lifted  %.2f s\n",
-                          s.index, s.layer.c_str(), to_string(s.decision), s.objective, s.psnr_db, 100 * s.pass_rate,
-                          s.lifted_layers, s.seconds);
+              std::fputs(explore_step_line(s).c_str(), stdout);
               std::fflush(stdout);
               if (abort_after != 0 && s.index >= abort_after) std::_Exit(kExitAborted);
             });
             if (!flags->output.empty()) {
               write_file_atomically(flags->output, read_file(r.final_model_path, "final model"));
             }
-            const std::string& lift = params.search.lift;
-            if (r.resumed_steps) std::cout << "resumed     " << r.resumed_steps << " steps from the ledger\n";
-            std::cout << "task        " << to_string(r.task.type) << "\n"
-                      << "stopped     " << r.stop_reason << "\n"
-                      << "lifted      " << r.lifted_layers.size() << " of " << r.compute_layers << " candidate layers to " << lift << "\n";
-            for (const auto& layer : r.lifted_layers) std::cout << "            " << layer << "\n";
-            std::cout << metrics_table({{"full INT8", r.int8_metrics}, {"full " + lift, r.lifted_metrics},
-                                        {"final", r.final_metrics}})
-                      << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason
-                      << "\n"
-                      << "expected    " << r.final_time_vs_bf16 << "x the compute time of full BF16 on "
-                      << params.deployment.device << " (full INT8: " << r.int8_time_vs_bf16 << "x; nominal device speeds)\n"
-                      << "spent       " << r.evaluations << " evaluations, " << r.seconds << " s (calibration "
-                      << r.calibration_seconds << " s)\n";
-            if (r.runtime_check) {
-              std::cout << "runtime     " << r.runtime_check->runtime << ": "
-                        << (r.runtime_check->ok ? "loads the final model" : "FAILED: " + r.runtime_check->detail) << "\n";
-            }
-            std::cout << "work dir    " << r.final_model_path << ", " << r.final_config_path << ", " << r.ledger_path
-                      << "\n";
+            std::cout << explore_text(r, params.search.lift, params.deployment.device);
             return r.final_verdict.pass ? kExitOk : kExitAccuracyFailure;
           }};
 }

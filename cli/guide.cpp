@@ -7,6 +7,7 @@
 #include "mixprec/runtime.h"
 #include "mixprec/error.h"
 #include "mixprec/guide.h"
+#include "mixprec/guide_report.h"
 
 namespace mixprec::cli {
 
@@ -49,15 +50,9 @@ Command add_guide(CLI::App& app) {
   return {cmd, [flags] {
             GuideParams params;
             params.config_path = flags->config;
-            const auto mode = guide_mode_from_name(flags->mode);
-            if (!mode) throw_bad_input("", "unknown --mode '" + flags->mode + "' (full, dry-run, requantize)");
-            params.mode = *mode;
-            const auto stage = guide_stage_from_name(flags->stage);
-            if (!stage) throw_bad_input("", "unknown --stage '" + flags->stage + "' (compile, exec)");
-            params.stage = *stage;
-            const auto edge = edge_quant_from_name(flags->edge_quant);
-            if (!edge) throw_bad_input("", "unknown --edge-quant '" + flags->edge_quant + "' (auto, none, input, output, both)");
-            params.edge_quant = *edge;
+            params.mode = parse_choice(guide_mode_names(), "--mode", flags->mode);
+            params.stage = parse_choice(guide_stage_names(), "--stage", flags->stage);
+            params.edge_quant = parse_choice(edge_quant_names(), "--edge-quant", flags->edge_quant);
             params.explore = flags->explore;
             if (flags->strategy != "default" && flags->strategy != "ladder") {
               throw_bad_input("", "unknown --strategy '" + flags->strategy + "' (default, ladder)");
@@ -81,18 +76,11 @@ Command add_guide(CLI::App& app) {
                       << (params.explore ? ", explore" : "") << ", work dir " << params.setup.work_dir << "\n"
                       << "runtime: ONNX Runtime " << runtime_version() << " (" << runtime_library() << ")\n";
             const GuideReport r = guide(params, [](const GuidePhase& phase) {
-              std::printf("\n== %s: %s (%.2f s)\n", phase.name.c_str(), phase.status.c_str(), phase.seconds);
-              for (const auto& line : phase.lines) std::printf("   %s\n", line.c_str());
+              std::printf("\n== %s: %s (%.2f s)\n", phase.name.c_str(), to_string(phase.status), phase.seconds);
+              for (const auto& line : guide_phase_lines(phase)) std::printf("   %s\n", line.c_str());
               std::fflush(stdout);
             });
-            std::cout << "\n== report\n";
-            for (const auto& phase : r.phases) {
-              std::printf("   %-11s %-8s %8.2f s\n", phase.name.c_str(), phase.status.c_str(), phase.seconds);
-            }
-            if (!r.final_model_path.empty()) {
-              std::cout << "   model   " << r.final_model_path << "\n   config  " << r.final_config_path << "\n";
-            }
-            std::cout << "   " << r.outcome << "\n";
+            std::cout << "\n== report\n" << guide_summary_text(r);
             if (params.mode == GuideMode::kDryRun) return kExitOk;
             return r.pass ? kExitOk : kExitAccuracyFailure;
           }};

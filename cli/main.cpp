@@ -23,6 +23,15 @@ int exit_code_for(mixprec::ErrorKind kind) {
   return mixprec::cli::kExitInternal;
 }
 
+// ONNX Runtime's own log lines are info (shown with -v); without -v say how many there were.
+void note_runtime_messages(bool verbose) {
+  const size_t count = mixprec::runtime_log_messages();
+  if (!verbose && count > 0) {
+    std::cerr << "note: " << count << " ONNX Runtime log message" << (count == 1 ? "" : "s")
+              << " (optimizer notes) not shown; -v shows them\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,10 +81,15 @@ int main(int argc, char** argv) {
       return kExitBadInput;
     }
     for (const auto& command : commands) {
-      if (command.app->parsed()) return command.action();
+      if (command.app->parsed()) {
+        const int code = command.action();
+        note_runtime_messages(verbose);
+        return code;
+      }
     }
     return kExitBadInput;
   } catch (const mixprec::Error& e) {
+    note_runtime_messages(verbose);
     std::cerr << "mixprec: error: " << e.what() << '\n';
     return exit_code_for(e.kind());
   } catch (const std::exception& e) {

@@ -42,12 +42,8 @@ Command add_plan(CLI::App& app) {
             if (flags->model.empty()) throw_bad_input("", "plan needs MODEL");
             PlanParams params;
             params.setup.model_path = flags->model;
-            const auto target = plan_target_from_name(flags->target);
-            if (!target) throw_bad_input("", "unknown --target '" + flags->target + "' (known: cpu, cuda, npu_cnn, npu_transformer)");
-            const auto goal = plan_goal_from_name(flags->goal);
-            if (!goal) throw_bad_input("", "unknown --goal '" + flags->goal + "' (known: accuracy, size, speed)");
-            params.target = *target;
-            params.goal = *goal;
+            params.target = parse_choice(plan_target_names(), "--target", flags->target);
+            params.goal = parse_choice(plan_goal_names(), "--goal", flags->goal);
             params.device = flags->device;
             params.preset = flags->preset;
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);

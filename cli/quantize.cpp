@@ -1,9 +1,9 @@
-#include <iomanip>
 #include <iostream>
 #include <memory>
 
 #include "common.h"
 #include "mixprec/jobs.h"
+#include "mixprec/jobs_report.h"
 #include "mixprec/error.h"
 #include "mixprec/plan.h"
 
@@ -42,25 +42,7 @@ Command add_quantize(CLI::App& app) {
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);
             if (flags->plan.empty() && flags->model.empty()) throw_bad_input("", "quantize needs MODEL (or --plan)");
             const QuantizeReport r = flags->plan.empty() ? quantize_job(params) : quantize_with_plan(flags->plan, params);
-            std::cout << "model        " << r.output_path << "\n"
-                      << "config       " << r.config_path << "\n"
-                      << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, " << r.nodes_bf16
-                      << " bf16, " << r.nodes_fp16 << " fp16, " << r.nodes_float << " float\n"
-                      << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs
-                      << " cast pairs, " << r.rewrite.quantized_weights << " weights/biases stored quantized\n"
-                      << "prepared     " << r.prepare.constants_converted << " Constant nodes made initializers, "
-                      << r.prepare.folded_batchnorms << " BatchNormalization and " << r.prepare.folded_affines
-                      << " per-channel Mul/Add folded into Conv, " << r.prepare.named_nodes
-                      << " nodes named\n"
-                      << "opset        " << r.rewrite.opset_from << " -> " << r.rewrite.opset_to << "\n";
-            if (r.calibrated) {
-              std::cout << "calibration  " << r.data_description << ", " << r.calibration_samples << " used, "
-                        << std::fixed << std::setprecision(2) << r.calibration_seconds << " s"
-                        << (r.stats_path.empty() ? "" : ", statistics saved to " + r.stats_path) << "\n";
-            } else if (r.stats_reused) {
-              std::cout << "calibration  reused " << r.stats_path << " (" << r.calibration_samples << " samples)\n";
-            }
-            for (const auto& note : r.rewrite.notes) std::cout << "note         " << note << "\n";
+            std::cout << quantize_text(r);
             return kExitOk;
           }};
 }
@@ -77,10 +59,7 @@ Command add_dequantize(CLI::App& app) {
   cmd->footer(kExitCodesHelp);
   return {cmd, [flags] {
             const DequantizeReport r = dequantize_job(flags->model, flags->output);
-            std::cout << "model    " << r.output_path << "\n"
-                      << "removed  " << r.strip.qdq_pairs << " Q/DQ pairs, " << r.strip.cast_pairs
-                      << " cast pairs; " << r.strip.folded_initializers << " initializers folded back to float\n";
-            for (const auto& note : r.strip.notes) std::cout << "note     " << note << "\n";
+            std::cout << dequantize_text(r);
             return kExitOk;
           }};
 }

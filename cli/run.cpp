@@ -1,69 +1,13 @@
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
 #include <memory>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "mixprec/error.h"
+#include "mixprec/jobs_report.h"
 #include "mixprec/run.h"
 
 namespace mixprec::cli {
-namespace {
-
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << value;
-  return out.str();
-}
-
-nlohmann::ordered_json specs_json(const std::vector<InputSpec>& specs) {
-  auto out = nlohmann::ordered_json::array();
-  for (const auto& s : specs) out.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"shape", s.shape}});
-  return out;
-}
-
-void print_report(const RunReport& r) {
-  std::cout << "model      " << r.model_path << "\n"
-            << "runtime    ONNX Runtime " << r.runtime_version << ", provider " << r.provider << "\n"
-            << "data       " << r.data_description << "\n";
-  for (const auto& s : r.inputs) {
-    std::cout << "input      " << s.name << "  " << dtype_name(s.dtype) << "  " << shape_to_string(s.shape) << "\n";
-  }
-  for (const auto& s : r.outputs) {
-    std::cout << "output     " << s.name << "  " << dtype_name(s.dtype) << "  " << shape_to_string(s.shape) << "\n";
-  }
-  const LatencyStats& l = r.latency;
-  std::cout << "session    " << fixed(r.session_create_ms, 1) << " ms to create\n"
-            << "latency    min " << fixed(l.min_ms, 2) << " ms  median " << fixed(l.median_ms, 2) << " ms  mean "
-            << fixed(l.mean_ms, 2) << " ms  p90 " << fixed(l.p90_ms, 2) << " ms  (" << l.runs << " runs)\n"
-            << "throughput " << fixed(r.inferences_per_second, 1) << " inferences/s, " << fixed(r.items_per_second, 1)
-            << " items/s\n";
-  if (!r.saved_outputs_path.empty()) std::cout << "outputs    " << r.saved_outputs_path << "\n";
-}
-
-nlohmann::ordered_json report_json(const RunReport& r) {
-  const LatencyStats& l = r.latency;
-  return {{"model", r.model_path},
-          {"runtime", {{"name", "onnxruntime"}, {"version", r.runtime_version}, {"provider", r.provider}}},
-          {"data", r.data_description},
-          {"samples", r.samples},
-          {"inputs", specs_json(r.inputs)},
-          {"outputs", specs_json(r.outputs)},
-          {"session_create_ms", r.session_create_ms},
-          {"latency_ms",
-           {{"runs", l.runs}, {"min", l.min_ms}, {"median", l.median_ms}, {"mean", l.mean_ms}, {"p90", l.p90_ms},
-            {"max", l.max_ms}}},
-          {"inferences_per_second", r.inferences_per_second},
-          {"items_per_second", r.items_per_second},
-          {"saved_outputs", r.saved_outputs_path},
-          {"warnings", r.warnings}};
-}
-
-}  // namespace
-
 Command add_run(CLI::App& app) {
   struct Flags {
     std::string model;
@@ -99,11 +43,7 @@ Command add_run(CLI::App& app) {
               }
             }
             const RunReport report = run_model(params);
-            if (flags->json) {
-              std::cout << report_json(report).dump(2) << '\n';
-            } else {
-              print_report(report);
-            }
+            std::cout << (flags->json ? run_to_json(report).dump(2) + "\n" : run_text(report));
             return kExitOk;
           }};
 }

@@ -127,6 +127,9 @@ std::optional<QuantConfig> preset_config(const std::string& name);
 // only when the config says so explicitly.
 std::vector<FormatId> formats_used(const QuantConfig& config);
 std::vector<std::string> preset_names();
+// True when `op_types` is exactly the OpTypesToQuantize a preset writes (U8S8's list, say): the
+// user did not choose it, so assign_layers does not warn about its entries.
+bool is_preset_op_types(const std::vector<std::string>& op_types);
 
 // Where a job's config comes from: a file, a preset name, or a config built in memory.
 struct ConfigSource {

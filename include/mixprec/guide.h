@@ -1,7 +1,11 @@
 // guide: the one entry point (SPEC "The workflow"). Runs the phases in order — analyze,
 // config, calibrate, baseline, quantize, validate, explore (optional), compile/exec — and
 // reports each as it ends, then the outcome. Modes dry-run and requantize hand over to
-// mixprec/workflow.h. Headless: it never waits for input.
+// mixprec/workflow.h; --strategy ladder replaces config..explore with the shallow ladder.
+// Headless: it never waits for input.
+//
+// Each phase's result is a typed struct (below); mixprec/guide_report.h renders them as text.
+// The library builds no report lines.
 #pragma once
 
 #include <functional>
@@ -9,19 +13,24 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "mixprec/enum_names.h"
 #include "mixprec/explore.h"
+#include "mixprec/macs.h"
+#include "mixprec/plan.h"
+#include "mixprec/run.h"
 #include "mixprec/workflow.h"
 
 namespace mixprec {
 
 enum class GuideMode { kFull, kDryRun, kRequantize };
 enum class GuideStage { kCompile, kExec };
-const char* to_string(GuideMode mode);
-const char* to_string(GuideStage stage);
-std::optional<GuideMode> guide_mode_from_name(const std::string& name);    // full, dry-run, requantize
-std::optional<GuideStage> guide_stage_from_name(const std::string& name);  // compile, exec
+const EnumNames<GuideMode>& guide_mode_names();    // "full", "dry-run", "requantize"
+const EnumNames<GuideStage>& guide_stage_names();  // "compile", "exec"
+inline const char* to_string(GuideMode mode) { return guide_mode_names().name(mode); }
+inline const char* to_string(GuideStage stage) { return guide_stage_names().name(stage); }
 
 // Where quantization happens at the model's edges on the device (recorded in the provider
 // config; compile checks the model against it): `input` = the device takes float inputs and
@@ -29,15 +38,15 @@ std::optional<GuideStage> guide_stage_from_name(const std::string& name);  // co
 // output), `both`, or `none` (the host quantizes inputs and dequantizes outputs). `auto`
 // records what the final model does without checking it.
 enum class EdgeQuant { kAuto, kNone, kInput, kOutput, kBoth };
-const char* to_string(EdgeQuant edge);
-std::optional<EdgeQuant> edge_quant_from_name(std::string_view name);
+const EnumNames<EdgeQuant>& edge_quant_names();  // "auto", "none", "input", "output", "both"
+inline const char* to_string(EdgeQuant edge) { return edge_quant_names().name(edge); }
 
 struct GuideParams {
   EvaluationSetup setup;        // work_dir is required (the CLI defaults it to MODEL_STEM.mixprec)
   // device: formats allowed, the proposed config, nominal speeds; provider: compile/exec and the
   // VitisAI config. Accuracy is measured on CPU (accuracy_session) whatever the provider.
   DeploymentTarget deployment;
-  std::string config_path;      // empty: propose one from the analysis and the device
+  std::string config_path;      // empty: make_plan()'s config for the deployment and the architecture
   GuideMode mode = GuideMode::kFull;
   GuideStage stage = GuideStage::kCompile;
   bool explore = false;
@@ -48,11 +57,104 @@ struct GuideParams {
   EdgeQuant edge_quant = EdgeQuant::kAuto;
 };
 
+// --- phase results -------------------------------------------------------------------------
+
+struct AnalyzeResult {
+  ModelAnalysis analysis;
+};
+
+struct ConfigResult {
+  std::string given_path;          // the user's config; empty when proposed
+  std::optional<QuantPlan> plan;   // the proposal: make_plan() for the deployment, accuracy goal
+  std::vector<FormatId> formats;   // every format the config uses
+};
+
+struct CalibrateResult {
+  bool reused = false;             // read from stats_path
+  std::string stats_path;
+  std::string data_description;
+  size_t tensors = 0;
+};
+
+struct BaselineResult {
+  std::string data_description;
+  size_t samples = 0;
+  double seconds = 0;              // the FP32 pass over every sample
+};
+
+struct MethodTrial {
+  CalibMethod method;
+  double psnr_db = 0;              // worst output
+  bool pass = false;
+};
+
+struct QuantizeResult {
+  std::vector<MethodTrial> methods;  // a proposed config: every method the device allows, on the same statistics
+  CalibMethod kept = CalibMethod::kMinMax;
+  size_t layers = 0;               // nodes the config quantizes or lifts
+  size_t integer_layers = 0;
+  std::vector<FormatId> formats;
+  std::string model_path, config_path;
+};
+
+struct ValidateResult {
+  TaskType task = TaskType::kUnknown;
+  std::vector<OutputMetrics> metrics;
+  Verdict verdict;
+};
+
+struct ExplorePhaseResult {
+  bool requested = false;          // --explore
+  bool needed = false;             // the config missed the criterion
+  SearchOptions search;            // what the search was asked to do
+  std::optional<ExploreResult> result;
+};
+
+struct EdgeCheck {
+  EdgeQuant requested = EdgeQuant::kAuto;  // auto: recorded as what the model does
+  bool checked = false;                    // an explicit request, compared with the model
+  int64_t float_inputs = 0, quantized_inputs = 0, outputs = 0, dequantized_outputs = 0;
+  bool matches = true;
+};
+
+struct CompileResult {
+  std::string provider;
+  std::string device;
+  double session_ms = 0;           // session build with every graph optimization
+  std::string optimized_model_path;
+  PartitionReport partition;       // which share of the MACs the provider runs in integer kernels
+  Coverage coverage;               // of the final model
+  IslandSummary islands;
+  double time_vs_bf16 = 1;         // expected compute time of the final model on the device
+  double start_time_vs_bf16 = 1;   // of the starting config
+  double macs = 0;
+  EdgeCheck edges;
+  std::string provider_config_path;  // vitisai_config.json, for NPU devices and the VitisAI provider
+  std::string provider_cache_dir;
+};
+
+struct ExecResult {
+  std::string provider;
+  LatencyStats fp32, final_model, full_bf16;
+  std::optional<LatencyStats> full_int8;  // when the starting config is all integer and differs from the final model
+  bool integer_start = false;             // the starting config is all integer
+  bool mixed_final = false;               // the final model mixes integer and float formats
+  double speedup() const { return final_model.median_ms > 0 ? fp32.median_ms / final_model.median_ms : 0; }
+};
+
+using PhaseResult = std::variant<std::monostate, AnalyzeResult, ConfigResult, CalibrateResult, BaselineResult,
+                                 QuantizeResult, ValidateResult, ExplorePhaseResult, CompileResult, ExecResult,
+                                 LadderReport, DryRunReport, RequantizeReport>;
+
+enum class PhaseStatus { kDone, kPass, kFail, kSkipped, kNotRun };
+const EnumNames<PhaseStatus>& phase_status_names();  // "done", "pass", "fail", "skipped", "not run"
+inline const char* to_string(PhaseStatus status) { return phase_status_names().name(status); }
+
 struct GuidePhase {
   std::string name;             // "analyze", "config", "calibrate", "baseline", "quantize", ...
-  std::string status;           // "done", "pass", "fail", "skipped", "not run"
-  std::vector<std::string> lines;  // what it found, one fact per line
+  PhaseStatus status = PhaseStatus::kDone;
   double seconds = 0;
+  PhaseResult result;
 };
 
 struct GuideReport {
@@ -61,12 +163,23 @@ struct GuideReport {
   std::string final_model_path, final_config_path;
   std::string provider_config_path;  // vitisai_config.json, for NPU devices and the VitisAI provider
   bool pass = false;            // the final model meets the criterion (dry-run: always false)
-  std::string outcome;          // one paragraph: what to use and why
-  std::optional<DryRunReport> dry_run;
-  std::optional<RequantizeReport> requantize;
-  std::optional<ExploreResult> explore;
-  std::optional<LadderReport> ladder;
+  std::string criterion;        // what the final model was judged against
+  std::string device;
+  double time_vs_bf16 = 1;      // expected compute time of the final model on the device
   std::vector<std::string> warnings;
+
+  // The result a phase left, by type (nullptr when no phase did): r.result<LadderReport>().
+  template <typename T>
+  const T* result() const {
+    for (const auto& phase : phases) {
+      if (const T* found = std::get_if<T>(&phase.result)) return found;
+    }
+    return nullptr;
+  }
+  const ExploreResult* explore() const {
+    const auto* phase = result<ExplorePhaseResult>();
+    return phase && phase->result ? &*phase->result : nullptr;
+  }
 };
 
 // Called as each phase ends.

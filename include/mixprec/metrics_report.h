@@ -29,7 +29,8 @@ using LabeledMetrics = std::pair<std::string, std::vector<OutputMetrics>>;
 // top-1, top-5. The model label is shown on its first output's line only. Values are shown as
 // in verdicts, digits cut rather than rounded; "inf" for a zero error, "-" where a metric does
 // not apply. Outputs with non-finite values or no elements get a note under the table. Ends
-// with a newline.
-std::string metrics_table(const std::vector<LabeledMetrics>& rows);
+// with a newline. For a regression or detection `task` the top-1/top-5 columns are left out
+// (their outputs have no classes).
+std::string metrics_table(const std::vector<LabeledMetrics>& rows, TaskType task = TaskType::kUnknown);
 
 }  // namespace mixprec

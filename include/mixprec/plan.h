@@ -31,16 +31,9 @@
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
 #include "mixprec/jobs.h"
+#include "mixprec/recommend.h"
 
 namespace mixprec {
-
-enum class PlanTarget { kCpu, kCuda, kNpuCnn, kNpuTransformer };
-enum class PlanGoal { kAccuracy, kSize, kSpeed };
-
-const char* to_string(PlanTarget target);  // "cpu", "cuda", "npu_cnn", "npu_transformer"
-const char* to_string(PlanGoal goal);      // "accuracy", "size", "speed"
-std::optional<PlanTarget> plan_target_from_name(std::string_view name);
-std::optional<PlanGoal> plan_goal_from_name(std::string_view name);
 
 // Quantization algorithms a plan may list; mixprec's quantizer runs the implemented ones.
 struct AlgorithmTraits {
@@ -61,6 +54,9 @@ struct PlanParams {
   std::vector<std::string> algorithms;     // requested on top of the plan's own
   bool force = false;                      // keep a request a gate rejects, as a high risk
   bool confirmed = false;                  // --yes: a draft (unknown architecture) is accepted
+  // A backend missing from the loaded ONNX Runtime is a risk; guide turns it off because it
+  // compiles on the provider it is given and says so there.
+  bool backend_risk = true;
 };
 
 struct PlanDecision {

@@ -43,6 +43,9 @@ std::string runtime_version();
 // does not load, is not ONNX Runtime, or lacks the API version mixprec was built against is
 // Error kBadInput naming MIXPREC_ORT_LIB.
 std::string runtime_library();
+// How many of ONNX Runtime's own log lines (warnings and errors) were routed through the logger
+// so far: errors as warnings, warnings as info (a CLI shows them with -v and counts them otherwise).
+size_t runtime_log_messages();
 
 class Session {
  public:

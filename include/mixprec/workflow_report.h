@@ -16,6 +16,9 @@ namespace mixprec {
 std::string dry_run_text(const DryRunReport& report);
 nlohmann::ordered_json dry_run_to_json(const DryRunReport& report);
 
+// One line per runtime tried: "runtime  CUDA: FAILED, <reason> (model)".
+std::string runtime_trials_text(const std::vector<RuntimeTrial>& trials);
+
 // Every rung tried with its metrics and verdict, the runtimes tried, and the outcome.
 std::string ladder_text(const LadderReport& report);
 

@@ -300,6 +300,8 @@ void warn_about_patterns(const Context& context) {
 }
 
 void warn_about_op_types(const Context& context) {
+  // A preset's own list (U8S8 adds Div for hard-swish's "/ 6") is not the user's choice.
+  if (is_preset_op_types(context.config.extra.op_types_to_quantize)) return;
   for (const std::string& op_type : context.config.extra.op_types_to_quantize) {
     const selection::OpRule& rule = selection::op_rule("", op_type);
     if (rule.role != OpRole::kShapeIndex && rule.role != OpRole::kNormalization) continue;

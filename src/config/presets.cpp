@@ -80,6 +80,13 @@ std::optional<QuantConfig> preset_config(const std::string& name) {
   return config;
 }
 
+bool is_preset_op_types(const std::vector<std::string>& op_types) {
+  return std::ranges::any_of(kPresets, [&](const PresetRow& row) {
+    const std::vector<std::string> listed = preset_config(row.name)->extra.op_types_to_quantize;
+    return !listed.empty() && listed == op_types;
+  });
+}
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const PresetRow& row : kPresets) names.emplace_back(row.name);

@@ -94,7 +94,11 @@ nlohmann::ordered_json verdict_to_json(const Verdict& verdict) {
   return json;
 }
 
-std::string metrics_table(const std::vector<LabeledMetrics>& rows) {
+std::string metrics_table(const std::vector<LabeledMetrics>& rows, TaskType task) {
+  // Regression and detection outputs have no classes: argmax agreement over their last axis
+  // would be a number without a meaning, so those columns are left out.
+  const bool classes = task != TaskType::kRegression && task != TaskType::kDetection;
+  const size_t columns = classes ? kColumnCount : kColumnCount - 2;
   std::vector<Line> lines;
   std::vector<std::string> notes;
   Line header;
@@ -109,12 +113,12 @@ std::string metrics_table(const std::vector<LabeledMetrics>& rows) {
 
   std::array<size_t, kColumnCount> widths{};
   for (const Line& line : lines) {
-    for (size_t c = 0; c < kColumnCount; ++c) widths[c] = std::max(widths[c], line[c].size());
+    for (size_t c = 0; c < columns; ++c) widths[c] = std::max(widths[c], line[c].size());
   }
   std::string text;
   for (const Line& line : lines) {
     std::string row;
-    for (size_t c = 0; c < kColumnCount; ++c) {
+    for (size_t c = 0; c < columns; ++c) {
       const std::string padding(widths[c] - line[c].size(), ' ');
       row += "  " + (kColumns[c].numeric ? padding + line[c] : line[c] + padding);
     }

@@ -26,7 +26,7 @@ std::string preset_results_text(const TaskInference& task, const std::string& da
       << "device   " << device << "\n";
   std::vector<LabeledMetrics> rows;
   for (const auto& result : results) rows.emplace_back(result.label, result.metrics);
-  out << metrics_table(rows);
+  out << metrics_table(rows, task.type);
   size_t width = 0;
   for (const auto& result : results) width = std::max(width, result.label.size());
   for (const auto& result : results) {
@@ -40,10 +40,20 @@ std::string preset_results_text(const TaskInference& task, const std::string& da
 
 }  // namespace
 
+std::string runtime_trials_text(const std::vector<RuntimeTrial>& trials) {
+  std::ostringstream out;
+  for (const auto& runtime : trials) {
+    out << "runtime  " << runtime.runtime << ": " << (runtime.ok ? "ok" : "FAILED") << ", " << runtime.detail << " ("
+        << runtime.model << ")\n";
+  }
+  return out.str();
+}
+
 std::string dry_run_text(const DryRunReport& report) {
   std::ostringstream out;
   out << preset_results_text(report.task, report.data_description, report.device, report.rows);
   if (!report.rows.empty()) out << "criterion  " << report.rows.front().verdict.criterion << "\n";
+  out << runtime_trials_text(report.runtimes);
   out << "recommendation  " << report.recommendation.action << ": " << report.recommendation.reason << "\n";
   return out.str();
 }
@@ -67,17 +77,18 @@ nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
     j["rows"].push_back(std::move(r));
   }
   j["recommendation"] = {{"action", report.recommendation.action}, {"reason", report.recommendation.reason}};
+  j["runtimes"] = nlohmann::ordered_json::array();
+  for (const auto& trial : report.runtimes) {
+    j["runtimes"].push_back({{"runtime", trial.runtime}, {"model", trial.model}, {"ok", trial.ok}, {"detail", trial.detail}});
+  }
   j["warnings"] = report.warnings;
   return j;
 }
 
 std::string ladder_text(const LadderReport& report) {
   std::ostringstream out;
-  out << preset_results_text(report.task, report.data_description, report.device, report.rungs);
-  for (const auto& runtime : report.runtimes) {
-    out << "runtime  " << runtime.runtime << ": " << (runtime.ok ? "ok" : "FAILED") << ", " << runtime.detail << " ("
-        << runtime.model << ")\n";
-  }
+  out << preset_results_text(report.task, report.data_description, report.device, report.rungs)
+      << runtime_trials_text(report.runtimes);
   out << "chosen   " << report.chosen << "\n"
       << "next     " << report.follow_up << "\n";
   return out.str();
@@ -91,12 +102,13 @@ std::string requantize_text(const RequantizeReport& report) {
       << " initializers back to float)\n"
       << "data      " << report.data_description << "\n"
       << "against the stripped float model:\n"
-      << metrics_table({{"previous", report.previous_metrics}, {"new", report.new_metrics}})
+      << metrics_table({{"previous", report.previous_metrics}, {"new", report.new_metrics}}, report.task.type)
       << "previous  " << verdict_word(report.previous_verdict) << "  " << report.previous_verdict.reason << "\n"
       << "new       " << verdict_word(report.new_verdict) << "  " << report.new_verdict.reason << "\n"
       << "delta     worst PSNR " << signed_number(report.psnr_delta_db, " dB") << ", worst pass rate "
       << signed_number(100 * report.pass_rate_delta, " points") << "\n"
-      << "wrote     " << report.output_path << ", " << report.config_path << "\n";
+      << "wrote     " << report.output_path << ", " << report.config_path << "\n"
+      << runtime_trials_text(report.runtimes);
   return out.str();
 }
 

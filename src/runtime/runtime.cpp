@@ -2,6 +2,7 @@
 #include "mixprec/runtime.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -15,6 +16,7 @@
 #include <dlfcn.h>
 
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "mixprec/model_io.h"
 
 namespace mixprec {
@@ -59,9 +61,26 @@ const ApiSource& ensure_api() {
   return source;
 }
 
+std::atomic<size_t> runtime_messages{0};
+
+// ONNX Runtime's own log lines (optimizer notes such as "UnsqueezeElimination cannot remove
+// node ...") go through our logger instead of raw to stderr: errors as warnings, the rest as
+// info (shown with -v), each one counted.
+void ORT_API_CALL forward_runtime_log(void*, OrtLoggingLevel severity, const char* category, const char*,
+                                      const char* code_location, const char* message) {
+  ++runtime_messages;
+  const std::string text = std::string("onnxruntime [") + (category ? category : "") + "] " + (message ? message : "") +
+                           (code_location && *code_location ? std::string(" (") + code_location + ")" : "");
+  if (severity >= ORT_LOGGING_LEVEL_ERROR) {
+    log_warning(text);
+  } else {
+    log_info(text);
+  }
+}
+
 Ort::Env& ort_env() {
-  // One environment per process, as ONNX Runtime requires. Warnings stay visible on stderr.
-  static Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "mixprec");
+  // One environment per process, as ONNX Runtime requires.
+  static Ort::Env env(ORT_LOGGING_LEVEL_WARNING, "mixprec", forward_runtime_log, nullptr);
   return env;
 }
 
@@ -359,5 +378,7 @@ onnx::ModelProto expose_intermediates(const onnx::ModelProto& model, const std::
   }
   return copy;
 }
+
+size_t runtime_log_messages() { return runtime_messages.load(); }
 
 }  // namespace mixprec

@@ -1,4 +1,4 @@
-// dry-run: full BF16, full FP16, full INT8 and A16W8, each measured against FP32 on the same
+// dry-run: full BF16, full FP16, full INT8 (the deployment's int8 preset) and A16W8, each measured against FP32 on the same
 // samples from one calibration, and SPEC's recommendation rule:
 //   INT8 passes -> use it; INT8 fails and BF16 passes -> mixed precision with exploration;
 //   both fail -> the model needs looser tolerances or other changes.
@@ -10,6 +10,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/recommend.h"
 #include "mixprec/workflow.h"
 #include "evaluation/workbench.h"
 #include "workflow/evaluate_preset.h"
@@ -20,12 +21,12 @@ namespace fs = std::filesystem;
 
 struct DryRunChoice {
   const char* label;
-  const char* preset;
+  const char* preset;  // nullptr: the deployment's int8 preset (recommend.h), labelled "full INT8 (<preset>)"
 };
 constexpr DryRunChoice kChoices[] = {
     {"full BF16", "BF16"},
     {"full FP16", "FP16"},
-    {"full INT8 (XINT8)", "XINT8"},
+    {"full INT8", nullptr},
     {"A16W8", "A16W8"},
 };
 
@@ -40,8 +41,8 @@ std::string outcome(const DryRunRow& row) {
   return row.label + (row.verdict.pass ? " passes" : " misses") + " (" + row.verdict.reason + ")";
 }
 
-Recommendation recommend(const DryRunReport& report) {
-  const DryRunRow& int8 = *find_row(report, "XINT8");
+Recommendation recommend(const DryRunReport& report, const std::string& int8_preset) {
+  const DryRunRow& int8 = *find_row(report, int8_preset);
   const DryRunRow& bf16 = *find_row(report, "BF16");
   if (int8.verdict.pass && int8.on_device) {
     return {"int8", outcome(int8) + ": use full INT8, no layer needs more precision"};
@@ -73,10 +74,11 @@ DryRunReport dry_run(const DryRunParams& params) {
   const std::string& work_dir = params.setup.work_dir;
   fs::create_directories(work_dir);
 
-  const auto xint8 = preset_config("XINT8");
+  const std::string int8_preset = int8_preset_for(params.deployment);
+  const QuantConfig int8 = *preset_config(int8_preset);
   Workbench bench(params.setup, params.deployment,
-                  {.prepare = prepare_options(*xint8),  // the rows share one preparation
-                   .calibration_samples = static_cast<size_t>(xint8->extra.num_calib_samples)});
+                  {.prepare = prepare_options(int8),  // the rows share the INT8 row's preparation
+                   .calibration_samples = static_cast<size_t>(int8.extra.num_calib_samples)});
   report.task = bench.task();
   report.samples = bench.samples();
   report.data_description = bench.data_description();
@@ -84,13 +86,14 @@ DryRunReport dry_run(const DryRunParams& params) {
   report.reference_seconds = bench.reference_seconds();
 
   for (const auto& choice : kChoices) {
+    const std::string preset = choice.preset ? choice.preset : int8_preset;
+    const std::string label = choice.preset ? choice.label : std::string(choice.label) + " (" + preset + ")";
     DryRunRow row;
-    evaluate_preset(bench, device, choice.preset, choice.label,
-                    (fs::path(work_dir) / ("dry_run_" + std::string(choice.preset) + ".onnx")).string(), row);
+    evaluate_preset(bench, device, preset, label, (fs::path(work_dir) / ("dry_run_" + preset + ".onnx")).string(), row);
     if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, row.model_path));
     report.rows.push_back(std::move(row));
   }
-  report.recommendation = recommend(report);
+  report.recommendation = recommend(report, int8_preset);
   report.warnings = warnings.warnings();
   return report;
 }

@@ -7,6 +7,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/recommend.h"
 #include "mixprec/workflow.h"
 #include "evaluation/workbench.h"
 #include "workflow/evaluate_preset.h"
@@ -17,13 +18,13 @@ namespace fs = std::filesystem;
 
 struct RungRow {
   const char* label;
-  const char* power_of_two_preset;  // on devices that need power-of-two scales
-  const char* preset;               // elsewhere
+  const char* preset;  // nullptr: the deployment's int8 preset (recommend.h: XINT8 on NPUs, U8S8 on CPU, A8W8 on CUDA)
 };
-constexpr RungRow kRungs[] = {
-    {"w8a8", "XINT8", "U8S8"},  // U8S8: the int8 preset ONNX Runtime's CPU kernels fuse
-    {"w8a16", "A16W8", "A16W8"},
-};
+constexpr RungRow kRungs[] = {{"w8a8", nullptr}, {"w8a16", "A16W8"}};
+
+std::string rung_preset(const RungRow& row, const DeploymentTarget& deployment) {
+  return row.preset ? row.preset : int8_preset_for(deployment);
+}
 
 }  // namespace
 
@@ -35,7 +36,7 @@ LadderReport ladder(const LadderParams& params) {
   const std::string& work_dir = params.setup.work_dir;
   fs::create_directories(work_dir);
   // The rungs share one preparation and calibration: the first rung's.
-  const QuantConfig first = *preset_config(device.requires_power_of_two ? kRungs[0].power_of_two_preset : kRungs[0].preset);
+  const QuantConfig first = *preset_config(rung_preset(kRungs[0], params.deployment));
   Workbench bench(params.setup, params.deployment,
                   {.prepare = prepare_options(first),
                    .calibration_samples = static_cast<size_t>(first.extra.num_calib_samples)});
@@ -46,7 +47,7 @@ LadderReport ladder(const LadderParams& params) {
       {"CPUExecutionProvider", params.setup.model_path, true, "FP32 reference and every accuracy run"});
 
   for (const auto& row : kRungs) {
-    const std::string preset = device.requires_power_of_two ? row.power_of_two_preset : row.preset;
+    const std::string preset = rung_preset(row, params.deployment);
     LadderRung rung;
     evaluate_preset(bench, device, preset, std::string(row.label) + " (" + preset + ")",
                     (fs::path(work_dir) / ("ladder_" + preset + ".onnx")).string(), rung);

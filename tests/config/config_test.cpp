@@ -412,6 +412,14 @@ TEST(AssignLayersTest, DecomposedLayerNormStaysInFloatEvenWhenListed) {
             "normalization arithmetic: Add reads ReduceMean /ln/ReduceMean_1 (never quantized)");
   EXPECT_EQ(warnings.warnings().size(), 4u);  // ReduceMean, Pow, Sqrt, Div are listed
   EXPECT_EQ(count_containing(warnings.warnings(), "are normalization arithmetic and are never quantized"), 4u);
+
+  // The U8S8 preset lists Div itself (for hard-swish's "/ 6"): on this model every Div
+  // normalizes, but the user never listed it, so there is nothing to warn about.
+  const WarningCollector preset_warnings;
+  assign_layers(*preset_config("U8S8"), model, kLabel);
+  EXPECT_EQ(count_containing(preset_warnings.warnings(), "OpTypesToQuantize lists"), 0u);
+  EXPECT_TRUE(is_preset_op_types(preset_config("U8S8")->extra.op_types_to_quantize));
+  EXPECT_FALSE(is_preset_op_types(config.extra.op_types_to_quantize));
 }
 
 TEST(AssignLayersTest, DivisionByAConstantIsScalingNotNormalization) {

@@ -559,5 +559,15 @@ TEST(MetricsReport, TableAlignsColumnsAndNotesNonFinite) {
             "of the other error columns\n");
 }
 
+TEST(MetricsReport, RegressionOutputsHaveNoTopKColumns) {
+  // A [1, 4] map judged as regression: argmax agreement over its last axis means nothing.
+  const std::vector<LabeledMetrics> rows = {{"INT8", {compare(floats({1, 4}, {1, 2, 3, 4}), floats({1, 4}, {1, 2, 3, 5}))}}};
+  EXPECT_EQ(metrics_table(rows, TaskType::kRegression),
+            "  model  output      PSNR      SQNR  pass rate  max abs err    cosine\n"
+            "  INT8   y       18.06 dB  14.77 dB    75.000%            1  0.993999\n");
+  EXPECT_NE(metrics_table(rows, TaskType::kClassification).find("top-1"), std::string::npos);
+  EXPECT_EQ(metrics_table(rows, TaskType::kDetection).find("top-1"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mixprec

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "support/model_builder.h"
 
 namespace mixprec {
@@ -23,6 +24,30 @@ onnx::ModelProto add_relu_model() {
 
 NamedTensors one_row(std::vector<float> values) {
   return {{"x", Tensor::from_floats({1, 3}, values)}};
+}
+
+TEST(RuntimeLog, OnnxRuntimesOwnWarningsArriveAsCountedInfo) {
+  // An initializer no node uses: ONNX Runtime logs a warning that it removes it. That line must
+  // reach our logger as info (a CLI shows it with -v) and be counted, never go raw to stderr.
+  ModelBuilder builder;
+  builder.add_input("x", onnx::TensorProto::FLOAT, {1, 3})
+      .add_output("y", onnx::TensorProto::FLOAT, {1, 3})
+      .add_initializer("unused", {2}, {1.0f, 2.0f})
+      .add_node("Relu", {"x"}, {"y"}, {}, "relu");
+  std::vector<std::pair<LogLevel, std::string>> seen;
+  const LogSink previous = set_log_sink([&](LogLevel level, const std::string& m) { seen.emplace_back(level, m); });
+  const size_t before = runtime_log_messages();
+  Session::from_model(builder.build(), "unused_initializer");
+  set_log_sink(previous);
+  EXPECT_GT(runtime_log_messages(), before);
+  bool routed = false;
+  for (const auto& [level, message] : seen) {
+    if (message.find("onnxruntime [") == 0 && message.find("unused") != std::string::npos) {
+      routed = true;
+      EXPECT_EQ(level, LogLevel::kInfo) << message;
+    }
+  }
+  EXPECT_TRUE(routed);
 }
 
 TEST(RuntimeSession, RunsFromMemoryAndDescribesSymbolicDims) {

@@ -9,14 +9,17 @@
 
 #include "mixprec/error.h"
 #include "mixprec/guide.h"
+#include "mixprec/guide_report.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "support/explore_models.h"
+#include "support/model_builder.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
+using testing::ModelBuilder;
 
 class GuideTest : public testing::TempDirTest {
  protected:
@@ -42,6 +45,10 @@ class GuideTest : public testing::TempDirTest {
     }
     throw std::runtime_error("no phase " + name);
   }
+  // The phase as the CLI prints it.
+  static std::vector<std::string> lines(const GuideReport& r, const std::string& name) {
+    return guide_phase_lines(phase(r, name));
+  }
 };
 
 TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
@@ -54,22 +61,22 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
                                              "validate", "explore", "compile",   "exec"};
   EXPECT_EQ(names(r), expected);
   EXPECT_EQ(reported, expected);  // each phase is reported as it ends
-  EXPECT_NE(phase(r, "config").lines.at(0).find("proposed XINT8 for ve2"), std::string::npos);
-  EXPECT_EQ(phase(r, "validate").status, "fail");  // full XINT8 rounds "mix" away
+  EXPECT_NE(lines(r, "config").at(0).find("proposed XINT8 for ve2"), std::string::npos);
+  EXPECT_EQ(phase(r, "validate").status, PhaseStatus::kFail);  // full XINT8 rounds "mix" away
   // A proposed config tries the device's calibration methods on the same statistics.
-  EXPECT_NE(phase(r, "quantize").lines.at(0).find("PowerOfTwo_MinMSE"), std::string::npos);
-  EXPECT_NE(phase(r, "quantize").lines.at(0).find("PowerOfTwo_NonOverflow"), std::string::npos);
-  EXPECT_EQ(phase(r, "explore").status, "pass");
-  ASSERT_TRUE(r.explore.has_value());
-  EXPECT_EQ(r.explore->lifted_layers, std::vector<std::string>{"mix"});
+  EXPECT_NE(lines(r, "quantize").at(0).find("PowerOfTwo_MinMSE"), std::string::npos);
+  EXPECT_NE(lines(r, "quantize").at(0).find("PowerOfTwo_NonOverflow"), std::string::npos);
+  EXPECT_EQ(phase(r, "explore").status, PhaseStatus::kPass);
+  ASSERT_NE(r.explore(), nullptr);
+  EXPECT_EQ(r.explore()->lifted_layers, std::vector<std::string>{"mix"});
   EXPECT_TRUE(r.pass);
   EXPECT_EQ(r.final_model_path, path("work/final.onnx"));
   EXPECT_TRUE(fs::exists(path("work/quantized.onnx")));  // the starting config's model is kept too
   EXPECT_TRUE(fs::exists(path("work/final.optimized.onnx")));
   bool partition_line = false;
-  for (const auto& line : phase(r, "compile").lines) partition_line |= line.find("of MACs in integer kernels") != std::string::npos;
+  for (const auto& line : lines(r, "compile")) partition_line |= line.find("of MACs in integer kernels") != std::string::npos;
   EXPECT_TRUE(partition_line);
-  EXPECT_EQ(r.outcome.rfind("PASS", 0), 0u) << r.outcome;
+  EXPECT_EQ(guide_outcome(r).rfind("PASS", 0), 0u) << guide_outcome(r);
 
   // ve2 is an NPU: the VitisAI provider config is written with what the model does at its edges.
   ASSERT_EQ(r.provider_config_path, path("work/vitisai_config.json"));
@@ -82,9 +89,35 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   EXPECT_EQ(config["edge_quant"]["dequantized_outputs"], 0);
   EXPECT_EQ(config["provider_options"]["cache_key"], "final");
   // exec times the references a mixed model is judged against.
-  const auto& exec = phase(r, "exec").lines;
+  const auto exec = lines(r, "exec");
   EXPECT_TRUE(std::ranges::any_of(exec, [](const std::string& l) { return l.rfind("full BF16  min", 0) == 0; }));
   EXPECT_TRUE(std::ranges::any_of(exec, [](const std::string& l) { return l.rfind("full INT8  min", 0) == 0; }));
+}
+
+TEST_F(GuideTest, TheProposalComesFromThePlanAndNamesTheArchitectureItFound) {
+  // A MatMul front end feeding an LSTM: a recurrent model. The proposal used to call every
+  // model on an NPU "a CNN"; it is the plan's (npu_cnn for non-attention models) and says what
+  // the model is, with the plan's risk about the LSTM.
+  GuideParams p = params();
+  save_model(ModelBuilder()
+                 .add_input("x", onnx::TensorProto::FLOAT, {2, 1, 4})
+                 .add_output("y", onnx::TensorProto::FLOAT, {2, 1, 1, 3})
+                 .add_initializer("w_in", {4, 4}, testing::deterministic_values(16, 1))
+                 .add_initializer("W", {1, 12, 4}, testing::deterministic_values(48, 2))
+                 .add_initializer("R", {1, 12, 3}, testing::deterministic_values(36, 3))
+                 .add_node("MatMul", {"x", "w_in"}, {"h"}, {}, "front")
+                 .add_node("LSTM", {"h", "W", "R"}, {"y"}, {testing::attr_int("hidden_size", 3)}, "lstm")
+                 .build(),
+             p.setup.model_path);
+  const GuideReport r = guide(p);
+  const std::vector<std::string> config = lines(r, "config");
+  EXPECT_NE(config.at(0).find("proposed XINT8 for ve2 (plan target npu_cnn, recurrent)"), std::string::npos)
+      << config.at(0);
+  for (const auto& line : config) EXPECT_EQ(line.find("CNN"), std::string::npos) << line;
+  EXPECT_TRUE(std::ranges::any_of(config, [](const std::string& l) { return l.find("risk (medium): recurrent") == 0; }));
+  ASSERT_NE(r.result<ConfigResult>(), nullptr);
+  ASSERT_TRUE(r.result<ConfigResult>()->plan.has_value());
+  EXPECT_EQ(r.result<ConfigResult>()->plan->architecture, Architecture::kRecurrent);
 }
 
 TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
@@ -92,8 +125,8 @@ TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
   p.edge_quant = EdgeQuant::kBoth;  // the final model has no DQ at its output
   WarningCollector warnings;
   const GuideReport r = guide(p);
-  const auto& lines = phase(r, "compile").lines;
-  EXPECT_TRUE(std::ranges::any_of(lines, [](const std::string& l) {
+  const auto compile = lines(r, "compile");
+  EXPECT_TRUE(std::ranges::any_of(compile, [](const std::string& l) {
     return l.find("edge quantization: requested both") != std::string::npos && l.find("MISMATCH") != std::string::npos;
   }));
   EXPECT_TRUE(std::ranges::any_of(warnings.warnings(), [](const std::string& w) {
@@ -104,7 +137,7 @@ TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
   p.edge_quant = EdgeQuant::kInput;
   p.setup.work_dir = path("work2");
   const GuideReport ok = guide(p);
-  EXPECT_FALSE(std::ranges::any_of(phase(ok, "compile").lines, [](const std::string& l) {
+  EXPECT_FALSE(std::ranges::any_of(lines(ok, "compile"), [](const std::string& l) {
     return l.find("MISMATCH") != std::string::npos;
   }));
 }
@@ -119,8 +152,8 @@ TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
 TEST_F(GuideTest, WithoutExploreAMissIsReportedWithTheNextStep) {
   const GuideReport r = guide(params());
   EXPECT_FALSE(r.pass);
-  EXPECT_EQ(phase(r, "explore").status, "not run");
-  EXPECT_NE(r.outcome.find("--explore"), std::string::npos) << r.outcome;
+  EXPECT_EQ(phase(r, "explore").status, PhaseStatus::kNotRun);
+  EXPECT_NE(guide_outcome(r).find("--explore"), std::string::npos) << guide_outcome(r);
   EXPECT_EQ(r.final_model_path, path("work/quantized.onnx"));
   EXPECT_EQ(names(r).back(), "compile");  // no exec unless asked
 }
@@ -139,7 +172,7 @@ TEST_F(GuideTest, AGivenConfigIsUsedAndCheckedAgainstTheDevice) {
   p.deployment.device = "ve2";
   const GuideReport r = guide(p);
   EXPECT_TRUE(r.pass);
-  EXPECT_NE(phase(r, "config").lines.at(0).find("given"), std::string::npos);
+  EXPECT_NE(lines(r, "config").at(0).find("given"), std::string::npos);
 }
 
 TEST_F(GuideTest, AQuantizedModelInFullModePointsToRequantize) {
@@ -159,9 +192,9 @@ TEST_F(GuideTest, AQuantizedModelInFullModePointsToRequantize) {
   p.config_path = path("bf16.json");
   std::ofstream(p.config_path) << R"({"global_config": {"input_tensors": {"spec": "BFloat16Spec"}, "weight": {"spec": "BFloat16Spec"}}})";
   const GuideReport r = guide(p);
-  ASSERT_TRUE(r.requantize.has_value());
+  ASSERT_NE(r.result<RequantizeReport>(), nullptr);
   EXPECT_TRUE(r.pass);
-  EXPECT_GT(r.requantize->psnr_delta_db, 10.0);
+  EXPECT_GT(r.result<RequantizeReport>()->psnr_delta_db, 10.0);
 }
 
 TEST_F(GuideTest, DryRunModeWritesItsTableAndRecommendation) {
@@ -169,8 +202,8 @@ TEST_F(GuideTest, DryRunModeWritesItsTableAndRecommendation) {
   p.mode = GuideMode::kDryRun;
   const GuideReport r = guide(p);
   EXPECT_EQ(names(r), std::vector<std::string>{"dry-run"});
-  ASSERT_TRUE(r.dry_run.has_value());
-  EXPECT_EQ(r.dry_run->recommendation.action, "explore");
+  ASSERT_NE(r.result<DryRunReport>(), nullptr);
+  EXPECT_EQ(r.result<DryRunReport>()->recommendation.action, "explore");
   EXPECT_TRUE(fs::exists(path("work/dry_run.json")));
 }
 
@@ -180,8 +213,8 @@ TEST_F(GuideTest, LadderStrategyKeepsTheFirstPassingRungAndCompilesIt) {
   p.deployment.device = "cpu";  // w8a8 is U8S8 there, and the device runs w8a16
   const GuideReport r = guide(p);
   EXPECT_EQ(names(r), (std::vector<std::string>{"analyze", "ladder", "compile"}));
-  ASSERT_TRUE(r.ladder.has_value());
-  EXPECT_EQ(r.ladder->chosen, "A16W8");  // "mix" needs more than 8 bits of activation
+  ASSERT_NE(r.result<LadderReport>(), nullptr);
+  EXPECT_EQ(r.result<LadderReport>()->chosen, "A16W8");  // "mix" needs more than 8 bits of activation
   EXPECT_TRUE(r.pass);
   EXPECT_EQ(r.final_model_path, path("work/ladder_A16W8.onnx"));
   EXPECT_TRUE(fs::exists(r.final_config_path));
@@ -204,12 +237,13 @@ TEST_F(GuideTest, EnvironmentScriptAssignmentsAreReadAndCommandsRefused) {
 }
 
 TEST(GuideNames, ModesAndStages) {
-  EXPECT_EQ(guide_mode_from_name("dry-run"), GuideMode::kDryRun);
-  EXPECT_EQ(guide_mode_from_name("requantize"), GuideMode::kRequantize);
-  EXPECT_EQ(guide_mode_from_name("fast"), std::nullopt);
-  EXPECT_EQ(guide_stage_from_name("exec"), GuideStage::kExec);
-  EXPECT_EQ(edge_quant_from_name("output"), EdgeQuant::kOutput);
-  EXPECT_EQ(edge_quant_from_name("outputs"), std::nullopt);
+  EXPECT_EQ(guide_mode_names().from_name("dry-run"), GuideMode::kDryRun);
+  EXPECT_EQ(guide_mode_names().from_name("requantize"), GuideMode::kRequantize);
+  EXPECT_EQ(guide_mode_names().from_name("fast"), std::nullopt);
+  EXPECT_EQ(guide_stage_names().from_name("exec"), GuideStage::kExec);
+  EXPECT_EQ(edge_quant_names().from_name("output"), EdgeQuant::kOutput);
+  EXPECT_EQ(edge_quant_names().from_name("outputs"), std::nullopt);
+  EXPECT_EQ(guide_mode_names().list(), "full, dry-run, requantize");
   EXPECT_STREQ(to_string(EdgeQuant::kAuto), "auto");
   EXPECT_STREQ(to_string(GuideStage::kCompile), "compile");
 }

@@ -28,79 +28,7 @@ using Json = nlohmann::ordered_json;
 using enum PlanTarget;
 using enum PlanGoal;
 
-struct TargetRow {
-  PlanTarget target;
-  const char* name;
-  const char* provider;  // ONNX Runtime execution provider
-  bool npu;
-};
-constexpr TargetRow kTargets[] = {
-    {kCpu, "cpu", "CPUExecutionProvider", false},
-    {kCuda, "cuda", "CUDAExecutionProvider", false},
-    {kNpuCnn, "npu_cnn", "VitisAIExecutionProvider", true},
-    {kNpuTransformer, "npu_transformer", "VitisAIExecutionProvider", true},
-};
-const TargetRow& target_row(PlanTarget target) {
-  return *std::ranges::find_if(kTargets, [&](const TargetRow& row) { return row.target == target; });
-}
-
-struct GoalRow {
-  PlanGoal goal;
-  const char* name;
-};
-constexpr GoalRow kGoals[] = {{kAccuracy, "accuracy"}, {kSize, "size"}, {kSpeed, "speed"}};
-
-// The preset and calibration method a target and goal start from.
-struct ChoiceRow {
-  PlanTarget target;
-  PlanGoal goal;
-  const char* preset;
-  CalibMethod method;
-  const char* why_preset;
-};
-
-// Why a calibration method, whichever row picked it.
-const char* why_method(CalibMethod method) {
-  switch (method) {
-    case CalibMethod::kMinMax: return "MinMax keeps every calibration value in range";
-    case CalibMethod::kPercentile: return "Percentile 99.999 clips the rare outliers that would stretch an activation's range";
-    case CalibMethod::kEntropy:
-      return "Entropy (KL) is the GPU int8 calibrators' usual choice: it trades clipping against resolution";
-    case CalibMethod::kMinMse: return "MinMSE picks the range with the smallest quantization error";
-    case CalibMethod::kPowerOfTwoNonOverflow: return "PowerOfTwo_NonOverflow rounds the MinMax scale up to 2^k";
-    case CalibMethod::kPowerOfTwoMinMse: return "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error";
-  }
-  return "";
-}
 using enum CalibMethod;
-// clang-format off
-constexpr ChoiceRow kChoices[] = {
-  {kCpu, kAccuracy, "U8S8", kPercentile,
-   "uint8 activations x per-channel int8 weights, placed so ONNX Runtime's CPU provider fuses every quantized op into integer kernels (OrtCpuFusion)"},
-  {kCpu, kSize, "U8S8", kMinMax,
-   "int8 weights are 4x smaller than float32; per-channel scales keep that at little accuracy cost"},
-  {kCpu, kSpeed, "U8S8", kMinMax,
-   "u8 x s8 is ONNX Runtime's fastest CPU int8 path, and OrtCpuFusion lets it fuse every quantized op"},
-  {kCuda, kAccuracy, "A8W8", kEntropy,
-   "symmetric int8 activations and per-channel int8 weights: the scheme GPU int8 kernels (TensorRT-style) run"},
-  {kCuda, kSize, "A8W8", kMinMax,
-   "int8 weights are 4x smaller than float32"},
-  {kCuda, kSpeed, "A8W8", kEntropy,
-   "symmetric int8 is what GPU int8 kernels run fastest"},
-  {kNpuCnn, kAccuracy, "XINT8", kPowerOfTwoMinMse,
-   "the NPU runs CNN int8 with power-of-two scales: symmetric int8, per tensor"},
-  {kNpuCnn, kSize, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: 4x smaller weights and what the NPU runs"},
-  {kNpuCnn, kSpeed, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: the NPU's fastest format"},
-  {kNpuTransformer, kAccuracy, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 for the projections and feed-forward MatMuls; the attention MatMuls stay BF16 (below)"},
-  {kNpuTransformer, kSize, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: 4x smaller weights"},
-  {kNpuTransformer, kSpeed, "XINT8", kPowerOfTwoMinMse,
-   "power-of-two int8 everywhere: the NPU's fastest format"},
-};
-// clang-format on
 
 constexpr AlgorithmTraits kAlgorithms[] = {
     {"fold_batchnorm", true, "fold BatchNormalization into the preceding Conv/Gemm (ConvertBNToConv)"},
@@ -208,29 +136,17 @@ class Planner {
   }
 
   void decide_backend() {
-    const TargetRow& row = target_row(params_.target);
-    if (row.npu) {
-      plan_.device = params_.device.empty() ? "ve2" : params_.device;
-      const DeviceProfile& device = device_profile(plan_.device);
-      if (!device.requires_power_of_two || device.name == std::string("cpu")) {
-        throw_bad_input(params_.setup.model_path, "--device " + plan_.device + " is not an NPU; --target " +
-                                                to_string(params_.target) + " needs stx or ve2");
-      }
-    } else {
-      if (!params_.device.empty() && params_.device != "cpu") {
-        throw_bad_input(params_.setup.model_path, "--device " + params_.device + " is an NPU; --target " +
-                                                to_string(params_.target) + " runs on the host (use an npu_* target)");
-      }
-      plan_.device = "cpu";
-    }
+    const PlanTargetTraits& row = plan_target_traits(params_.target);
+    const DeploymentTarget deployment = deployment_for(params_.target, params_.device, params_.setup.model_path);
+    plan_.device = deployment.device;
     plan_.backend = row.provider;
     const std::vector<std::string> available = available_providers();
     const bool present = std::ranges::find(available, plan_.backend) != available.end();
     decide("backend", std::string("ONNX Runtime ") + plan_.backend,
-           std::string("--target ") + row.name + (row.npu ? " on device " + plan_.device : "") +
+           std::string("--target ") + to_string(params_.target) + (row.npu ? " on device " + plan_.device : "") +
                (present ? "; in the loaded ONNX Runtime " + runtime_version()
                         : "; not in the loaded ONNX Runtime " + runtime_version() + " (it has " + text::join(available) + ")"));
-    if (!present) {
+    if (!present && params_.backend_risk) {
       risk("medium", plan_.backend + " is not in the loaded ONNX Runtime (" + text::join(available) +
                          "): accuracy is measured on CPU emulation; compile and exec need an ONNX Runtime build with it "
                          "(MIXPREC_ORT_LIB)");
@@ -258,16 +174,16 @@ class Planner {
     }
     if (arch.type == Architecture::kRecurrent) {
       risk("medium", "recurrent or loop nodes (" + std::to_string(arch.recurrent_nodes) +
-                         "): LSTM/GRU/RNN stay float; Conv/MatMul/Gemm inside loop bodies are quantized like the "
-                         "main graph's, and errors accumulate over iterations: evaluate on full-length sequences");
+                         "): LSTM/GRU/RNN stay float, and so do the nodes inside If/Loop/Scan bodies (only the "
+                         "main graph is quantized today); errors accumulate over iterations: evaluate on "
+                         "full-length sequences");
     }
   }
 
   void decide_preset() {
-    const ChoiceRow& choice = *std::ranges::find_if(
-        kChoices, [&](const ChoiceRow& row) { return row.target == params_.target && row.goal == params_.goal; });
+    const PresetChoice& choice = recommended_preset(params_.target, params_.goal);
     choice_ = &choice;
-    std::string reason = choice.why_preset;
+    std::string reason = choice.why;
     plan_.preset = choice.preset;
     if (!params_.preset.empty()) {
       const std::vector<std::string> names = preset_names();
@@ -312,7 +228,7 @@ class Planner {
 
   void decide_calibration() {
     plan_.calib_method = choice_->method;
-    std::string reason = why_method(choice_->method);
+    std::string reason = calib_method_reason(choice_->method);
     if (params_.calib_method) {
       plan_.calib_method = *params_.calib_method;
       reason = "--calib-method " + method_name(*params_.calib_method) +
@@ -409,8 +325,7 @@ class Planner {
     const std::vector<std::string>& attention = analysis_.architecture.attention_matmuls;
     // npu_cnn is int8 only (its gate), so the attention MatMuls stay int8 there (and a risk says so).
     const bool keep_attention = params_.goal == kAccuracy && !attention.empty() && params_.target != kNpuCnn;
-    const bool npu = target_row(params_.target).npu;
-    if (keep_attention && npu) {
+    if (keep_attention && plan_target_traits(params_.target).attention_in_bf16) {
       plan_.higher_precision_nodes = attention;
       plan_.higher_precision_format = "BF16";
     } else if (keep_attention) {
@@ -475,30 +390,12 @@ class Planner {
   const PlanParams& params_;
   ModelAnalysis analysis_;
   QuantPlan plan_;
-  const ChoiceRow* choice_ = nullptr;  // the table's row for the target and goal
+  const PresetChoice* choice_ = nullptr;  // the table's row for the target and goal
   QuantConfig preset_;                 // the chosen preset's config
   std::vector<FormatId> formats_;      // and the formats it uses
 };
 
 }  // namespace
-
-const char* to_string(PlanTarget target) { return target_row(target).name; }
-const char* to_string(PlanGoal goal) {
-  return std::ranges::find_if(kGoals, [&](const GoalRow& row) { return row.goal == goal; })->name;
-}
-
-std::optional<PlanTarget> plan_target_from_name(std::string_view name) {
-  for (const TargetRow& row : kTargets) {
-    if (text::equal_ignoring_case(row.name, name)) return row.target;
-  }
-  return std::nullopt;
-}
-std::optional<PlanGoal> plan_goal_from_name(std::string_view name) {
-  for (const GoalRow& row : kGoals) {
-    if (text::equal_ignoring_case(row.name, name)) return row.goal;
-  }
-  return std::nullopt;
-}
 
 std::vector<AlgorithmTraits> all_algorithms() { return {std::begin(kAlgorithms), std::end(kAlgorithms)}; }
 
@@ -558,8 +455,8 @@ QuantPlan plan_from_json(const Json& json, const std::string& label) {
     if (model["task"] == to_string(t)) plan.task = t;
   }
   const Json& intent = json["intent"];
-  plan.target = *plan_target_from_name(intent["target"].get<std::string>());  // the schema lists the names
-  plan.goal = *plan_goal_from_name(intent["goal"].get<std::string>());
+  plan.target = *plan_target_names().from_name(intent["target"].get<std::string>());  // the schema lists the names
+  plan.goal = *plan_goal_names().from_name(intent["goal"].get<std::string>());
   plan.device = intent["device"].get<std::string>();
   plan.backend = intent["backend"].get<std::string>();
   plan.requires_confirmation = json["requires_confirmation"].get<bool>();

@@ -1,0 +1,288 @@
+// guide's typed phase results as lines for people. One function per phase result type; the
+// visitor in guide_phase_lines picks it.
+#include "mixprec/guide_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "common/text.h"
+#include "mixprec/workflow_report.h"
+
+namespace mixprec {
+namespace {
+using text::fixed;
+using Lines = std::vector<std::string>;
+
+// A report's text, one line per line.
+void add_text(Lines& lines, const std::string& text) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+}
+
+// The worst output's numbers; top-1 only where outputs have classes (not regression/detection).
+std::string worst_line(const std::vector<OutputMetrics>& metrics, TaskType task) {
+  double psnr = kMaxDb, pass = 1;
+  std::optional<double> top1;
+  for (const auto& m : metrics) {
+    psnr = std::min(psnr, m.psnr_db);
+    pass = std::min(pass, m.pass_rate);
+    if (m.top1_agreement && task != TaskType::kRegression && task != TaskType::kDetection) {
+      top1 = std::min(top1.value_or(1.0), *m.top1_agreement);
+    }
+  }
+  std::string line = "worst output: PSNR " + fixed(psnr) + " dB, pass rate " + fixed(100 * pass, 3) + "%";
+  if (top1) line += ", top-1 agreement " + fixed(100 * *top1, 2) + "%";
+  return line;
+}
+
+std::string latency_line(const std::string& label, const LatencyStats& l) {
+  return label + "min " + fixed(l.min_ms) + " ms, median " + fixed(l.median_ms) + " ms";
+}
+
+// The first `shown` names, then how many more and where they are.
+std::string names_shown(const std::vector<std::string>& names, size_t shown, const std::string& where) {
+  std::vector<std::string> head(names.begin(), names.begin() + static_cast<long>(std::min(shown, names.size())));
+  std::string out = text::join(head);
+  if (names.size() > shown) out += ", ... (" + std::to_string(names.size() - shown) + " more" + where + ")";
+  return out;
+}
+
+Lines lines_of(const AnalyzeResult& r) {
+  const ModelAnalysis& a = r.analysis;
+  Lines lines;
+  lines.push_back("task " + std::string(to_string(a.task.type)) + ": " + a.task.reason);
+  lines.push_back("architecture " + std::string(to_string(a.architecture.type)) + ": " + a.architecture.reason);
+  std::vector<std::string> ops;
+  for (const auto& op : a.compute_ops) ops.push_back(std::to_string(op.total) + " " + op.op_type);
+  lines.push_back(std::to_string(a.coverage.compute_nodes) + " compute nodes (" + text::join(ops) + "), " +
+                  std::to_string(a.node_count) + " nodes");
+  for (const auto& input : a.inputs) lines.push_back("input " + input.name + " " + input.dtype + " " + dims_to_string(input.shape));
+  for (const auto& output : a.outputs) {
+    lines.push_back("output " + output.name + " " + output.dtype + " " + dims_to_string(output.shape));
+  }
+  return lines;
+}
+
+Lines lines_of(const ConfigResult& r) {
+  Lines lines;
+  if (!r.given_path.empty()) {
+    lines.push_back("given: " + r.given_path);
+  } else if (r.plan) {
+    const QuantPlan& plan = *r.plan;
+    std::string why;
+    for (const auto& d : plan.decisions) {
+      if (d.decision == "preset") why = d.reason;
+    }
+    lines.push_back("proposed " + plan.preset + " for " + plan.device + " (plan target " + to_string(plan.target) +
+                    ", " + to_string(plan.architecture) + "): " + why);
+    lines.push_back("calibration: " + std::string(calib_method_traits(plan.calib_method).name) + " first, up to " +
+                    std::to_string(plan.calibration_samples) + " samples (quantize tries every method the device allows)");
+    if (!plan.higher_precision_nodes.empty()) {
+      lines.push_back(plan.higher_precision_format + ": " + names_shown(plan.higher_precision_nodes, 6, "") +
+                      " (attention MatMuls)");
+    }
+    if (!plan.exclude_node_names.empty()) {
+      lines.push_back("kept float: " + names_shown(plan.exclude_node_names, 6, "") + " (attention MatMuls)");
+    }
+    for (const auto& risk : plan.risks) lines.push_back("risk (" + risk.severity + "): " + risk.risk);
+    if (plan.architecture == Architecture::kUnknown) {
+      lines.push_back("architecture unknown: this is the plan's draft; review the config or give --config");
+    }
+  }
+  lines.push_back("formats: " + format_names(r.formats));
+  return lines;
+}
+
+Lines lines_of(const CalibrateResult& r, double seconds) {
+  return {r.reused ? "statistics reused from " + r.stats_path
+                   : r.data_description + " in " + fixed(seconds) + " s, saved to " + r.stats_path,
+          std::to_string(r.tensors) + " tensors (min/max/histogram, streamed)"};
+}
+
+Lines lines_of(const BaselineResult& r) {
+  const double per_sample = r.samples ? 1000 * r.seconds / static_cast<double>(r.samples) : 0;
+  return {"FP32 on CPU, " + r.data_description + ": " + fixed(per_sample) + " ms per sample; outputs cached as the reference"};
+}
+
+Lines lines_of(const QuantizeResult& r) {
+  Lines lines;
+  if (!r.methods.empty()) {
+    std::vector<std::string> tried;
+    for (const auto& m : r.methods) tried.push_back(std::string(calib_method_traits(m.method).name) + " " + fixed(m.psnr_db) + " dB");
+    lines.push_back("calibration methods on the same statistics: " + text::join(tried) + "; kept " +
+                    calib_method_traits(r.kept).name);
+  }
+  lines.push_back(std::to_string(r.layers) + " layers in " + format_names(r.formats) + ", " +
+                  std::to_string(r.integer_layers) + " of them integer");
+  lines.push_back("wrote " + r.model_path + " and " + r.config_path);
+  return lines;
+}
+
+Lines lines_of(const ValidateResult& r) { return {worst_line(r.metrics, r.task), r.verdict.criterion, r.verdict.reason}; }
+
+Lines lines_of(const ExplorePhaseResult& r) {
+  if (!r.requested) {
+    return {r.needed ? "the config misses the criterion: add --explore" : "not needed: the config meets the criterion"};
+  }
+  if (!r.result) return {"the config already meets the criterion: nothing to lift"};
+  const ExploreResult& e = *r.result;
+  Lines lines;
+  for (const auto& s : e.steps) {
+    lines.push_back("step " + std::to_string(s.index) + " " + s.layer + ": " + to_string(s.decision) +
+                    (s.sweep > 1 ? " (retry)" : "") + ", PSNR " + fixed(s.psnr_db) + " dB, pass " +
+                    fixed(100 * s.pass_rate, 3) + "%, best so far " + std::to_string(s.lifted_layers) + " lifted, " +
+                    fixed(s.seconds) + " s");
+  }
+  lines.push_back("stopped: " + e.stop_reason);
+  // A long list goes to final_config.json; the report names the first few.
+  constexpr size_t kLayersShown = 12;
+  const std::string layers = names_shown(e.lifted_layers, kLayersShown, " in " + e.final_config_path);
+  lines.push_back(std::to_string(e.lifted_layers.size()) + " of " + std::to_string(e.compute_layers) +
+                  " layers lifted to " + r.search.lift + (layers.empty() ? "" : ": " + layers));
+  if (!e.final_metrics.empty()) lines.push_back(worst_line(e.final_metrics, e.task.type));
+  lines.push_back(std::to_string(e.evaluations) + " evaluations, ranking " + to_string(r.search.ranking) + ", search " +
+                  to_string(r.search.search) + "; ledger " + e.ledger_path);
+  if (e.runtime_check) {
+    lines.push_back(e.runtime_check->runtime + (e.runtime_check->ok ? " loads the final model"
+                                                                    : " cannot load the final model: " + e.runtime_check->detail));
+  }
+  return lines;
+}
+
+Lines lines_of(const CompileResult& r) {
+  Lines lines;
+  const EdgeCheck& e = r.edges;
+  lines.push_back("edge quantization: " + std::string(e.checked ? "requested " : "auto, recorded as ") +
+                  to_string(e.requested) + "; the model quantizes " + std::to_string(e.quantized_inputs) + " of " +
+                  std::to_string(e.float_inputs) + " float inputs with a Q and produces " +
+                  std::to_string(e.dequantized_outputs) + " of " + std::to_string(e.outputs) + " outputs with a DQ" +
+                  (e.matches ? "" : ": MISMATCH"));
+  if (!r.provider_config_path.empty()) {
+    lines.push_back("provider config: " + r.provider_config_path + " (VitisAI, cache " + r.provider_cache_dir + ")");
+  }
+  lines.push_back("session on " + r.provider + " with every graph optimization: " + fixed(r.session_ms, 1) +
+                  " ms; optimized graph " + r.optimized_model_path);
+  const PartitionReport& p = r.partition;
+  std::vector<std::string> kernels;
+  for (const auto& [op, count] : p.integer_kernels) kernels.push_back(std::to_string(count) + " " + op);
+  lines.push_back(r.provider + " kernels: " + fixed(100 * p.integer_share(), 1) + "% of MACs in integer kernels" +
+                  (kernels.empty() ? "" : " (" + text::join(kernels) + ")") + ", " +
+                  std::to_string(p.float_nodes.size()) + " compute nodes in float; " +
+                  std::to_string(p.quantize_linear) + " Q / " + std::to_string(p.dequantize_linear) + " DQ left");
+  if (!p.float_nodes.empty()) lines.push_back("float compute nodes: " + names_shown(p.float_nodes, 6, ""));
+  if (p.unmatched_macs > 0) {
+    lines.push_back(fixed(100 * p.unmatched_macs / (p.integer_macs + p.float_macs + p.unmatched_macs), 1) +
+                    "% of MACs in nodes the runtime merged away (not attributed)");
+  }
+  const Coverage& c = r.coverage;
+  lines.push_back("compute nodes: " + std::to_string(c.quantized) + " integer, " + std::to_string(c.bf16) + " bf16, " +
+                  std::to_string(c.fp16) + " fp16, " + std::to_string(c.float32) + " float32 of " +
+                  std::to_string(c.compute_nodes));
+  const IslandSummary& i = r.islands;
+  lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) + " integer, " +
+                  std::to_string(i.bf16_islands) + " bf16, " + std::to_string(i.fp16_islands) + " fp16, " +
+                  std::to_string(i.float_islands) + " float");
+  lines.push_back("expected compute time on " + r.device + ": " + fixed(r.time_vs_bf16) + "x full BF16, " + fixed(r.start_time_vs_bf16) +
+                  "x for the starting config (" + fixed(r.macs / 1e6, 1) + " M MACs, nominal device speeds)");
+  return lines;
+}
+
+Lines lines_of(const ExecResult& r) {
+  Lines lines;
+  lines.push_back(latency_line("FP32   ", r.fp32) + " (" + std::to_string(r.fp32.runs) + " runs on " + r.provider + ")");
+  lines.push_back(latency_line("final  ", r.final_model));
+  lines.push_back("speed-up " + fixed(r.speedup()) + "x (median)");
+  if (r.speedup() < 1) {
+    lines.push_back("red flag: slower than FP32 on " + r.provider +
+                    ". BF16/FP16 layers run here as emulation (cast pairs), and int8 Q/DQ that the provider does not "
+                    "fuse into integer kernels only add work; time it on the device's own provider (--ep)");
+  }
+  lines.push_back(latency_line("full BF16  ", r.full_bf16));
+  if (r.integer_start) {
+    const LatencyStats& int8 = r.full_int8 ? *r.full_int8 : r.final_model;
+    if (r.full_int8) lines.push_back(latency_line("full INT8  ", int8));
+    if (int8.median_ms > r.full_bf16.median_ms) {
+      lines.push_back("red flag: full INT8 (" + fixed(int8.median_ms) + " ms) is slower than full BF16 (" +
+                      fixed(r.full_bf16.median_ms) + " ms) on " + r.provider +
+                      ": its Q/DQ are not fused into integer kernels here (see the compile phase's share)");
+    }
+  }
+  if (r.mixed_final && r.final_model.median_ms > r.full_bf16.median_ms) {
+    lines.push_back("red flag: the mixed model (" + fixed(r.final_model.median_ms) + " ms) is slower than full BF16 (" +
+                    fixed(r.full_bf16.median_ms) + " ms) on " + r.provider +
+                    ": each INT8/BF16 boundary adds conversions; fewer, larger islands or full BF16 may be the better "
+                    "deployment");
+  }
+  return lines;
+}
+
+Lines lines_of(const LadderReport& r) {
+  Lines lines;
+  add_text(lines, ladder_text(r));
+  return lines;
+}
+Lines lines_of(const DryRunReport& r) {
+  Lines lines;
+  add_text(lines, dry_run_text(r));
+  return lines;
+}
+Lines lines_of(const RequantizeReport& r) {
+  Lines lines;
+  add_text(lines, requantize_text(r));
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> guide_phase_lines(const GuidePhase& phase) {
+  return std::visit(
+      [&](const auto& result) -> Lines {
+        using T = std::decay_t<decltype(result)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
+          return {};
+        } else if constexpr (std::is_same_v<T, CalibrateResult>) {
+          return lines_of(result, phase.seconds);
+        } else {
+          return lines_of(result);
+        }
+      },
+      phase.result);
+}
+
+std::string guide_outcome(const GuideReport& report) {
+  if (const auto* dry = report.result<DryRunReport>()) {
+    return "recommendation: " + dry->recommendation.action + ": " + dry->recommendation.reason;
+  }
+  if (const auto* requantized = report.result<RequantizeReport>()) {
+    return std::string(requantized->new_verdict.pass ? "PASS: " : "FAIL: ") + requantized->output_path +
+           "; worst PSNR " + (requantized->psnr_delta_db >= 0 ? "+" : "") + fixed(requantized->psnr_delta_db) +
+           " dB against the previous quantization";
+  }
+  if (const auto* ladder = report.result<LadderReport>()) {
+    return std::string(report.pass ? "PASS: " : "FAIL: ") + ladder->follow_up;
+  }
+  std::string outcome = std::string(report.pass ? "PASS: " : "FAIL: ") + report.final_model_path +
+                        (report.pass ? " meets " : " misses ") + report.criterion + "; expected compute time on " +
+                        report.device + ": " + fixed(report.time_vs_bf16) + "x full BF16";
+  const auto* explore = report.result<ExplorePhaseResult>();
+  if (!report.pass && explore && !explore->requested) {
+    outcome += ". Add --explore to search the layers to keep in higher precision";
+  }
+  return outcome;
+}
+
+std::string guide_summary_text(const GuideReport& report) {
+  std::ostringstream out;
+  for (const auto& phase : report.phases) {
+    char line[160];
+    std::snprintf(line, sizeof line, "   %-11s %-8s %8.2f s\n", phase.name.c_str(), to_string(phase.status), phase.seconds);
+    out << line;
+  }
+  if (!report.final_model_path.empty()) {
+    out << "   model   " << report.final_model_path << "\n   config  " << report.final_config_path << "\n";
+  }
+  out << "   " << guide_outcome(report) << "\n";
+  return out.str();
+}
+
+}  // namespace mixprec

@@ -1,0 +1,153 @@
+#include "mixprec/jobs_report.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "common/text.h"
+#include "mixprec/metrics_report.h"
+
+namespace mixprec {
+namespace {
+using Json = nlohmann::ordered_json;
+using text::fixed;
+
+// Default stream formatting of a double (6 significant digits), as the terminal reports use.
+std::string general(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+Json specs_json(const std::vector<InputSpec>& specs) {
+  Json out = Json::array();
+  for (const auto& s : specs) out.push_back({{"name", s.name}, {"dtype", dtype_name(s.dtype)}, {"shape", s.shape}});
+  return out;
+}
+
+}  // namespace
+
+std::string quantize_text(const QuantizeReport& r) {
+  std::ostringstream out;
+  out << "model        " << r.output_path << "\n"
+      << "config       " << r.config_path << "\n"
+      << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, " << r.nodes_bf16 << " bf16, "
+      << r.nodes_fp16 << " fp16, " << r.nodes_float << " float\n"
+      << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs << " cast pairs, "
+      << r.rewrite.quantized_weights << " weights/biases stored quantized\n"
+      << "prepared     " << r.prepare.constants_converted << " Constant nodes made initializers, "
+      << r.prepare.folded_batchnorms << " BatchNormalization and " << r.prepare.folded_affines
+      << " per-channel Mul/Add folded into Conv, " << r.prepare.named_nodes << " nodes named\n"
+      << "opset        " << r.rewrite.opset_from << " -> " << r.rewrite.opset_to << "\n";
+  if (r.calibrated) {
+    out << "calibration  " << r.data_description << ", " << r.calibration_samples << " used, " << fixed(r.calibration_seconds)
+        << " s" << (r.stats_path.empty() ? "" : ", statistics saved to " + r.stats_path) << "\n";
+  } else if (r.stats_reused) {
+    out << "calibration  reused " << r.stats_path << " (" << r.calibration_samples << " samples)\n";
+  }
+  for (const auto& note : r.rewrite.notes) out << "note         " << note << "\n";
+  return out.str();
+}
+
+std::string dequantize_text(const DequantizeReport& r) {
+  std::ostringstream out;
+  out << "model    " << r.output_path << "\n"
+      << "removed  " << r.strip.qdq_pairs << " Q/DQ pairs, " << r.strip.cast_pairs << " cast pairs; "
+      << r.strip.folded_initializers << " initializers folded back to float\n";
+  for (const auto& note : r.strip.notes) out << "note     " << note << "\n";
+  return out.str();
+}
+
+std::string compare_text(const CompareReport& r, const std::string& model_label) {
+  std::ostringstream out;
+  out << "task     " << to_string(r.task.type) << " (" << r.task.reason << ")\n"
+      << "data     " << r.data_description << "\n"
+      << metrics_table({{model_label, r.outputs}}, r.task.type) << "verdict  " << (r.verdict.pass ? "PASS" : "FAIL") << ": "
+      << r.verdict.criterion << "\n"
+      << "         " << r.verdict.reason << "\n";
+  return out.str();
+}
+
+Json compare_to_json(const CompareReport& r, const std::string& reference, const std::string& model) {
+  Json j;
+  j["reference"] = reference;
+  j["model"] = model;
+  j["task"] = {{"type", to_string(r.task.type)}, {"reason", r.task.reason}};
+  j["samples"] = r.samples;
+  j["data"] = r.data_description;
+  j["outputs"] = Json::array();
+  for (const auto& m : r.outputs) j["outputs"].push_back(metrics_to_json(m));
+  j["verdict"] = verdict_to_json(r.verdict);
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string run_text(const RunReport& r) {
+  std::ostringstream out;
+  out << "model      " << r.model_path << "\n"
+      << "runtime    ONNX Runtime " << r.runtime_version << ", provider " << r.provider << "\n"
+      << "data       " << r.data_description << "\n";
+  for (const auto& s : r.inputs) {
+    out << "input      " << s.name << "  " << dtype_name(s.dtype) << "  " << shape_to_string(s.shape) << "\n";
+  }
+  for (const auto& s : r.outputs) {
+    out << "output     " << s.name << "  " << dtype_name(s.dtype) << "  " << shape_to_string(s.shape) << "\n";
+  }
+  const LatencyStats& l = r.latency;
+  out << "session    " << fixed(r.session_create_ms, 1) << " ms to create\n"
+      << "latency    min " << fixed(l.min_ms) << " ms  median " << fixed(l.median_ms) << " ms  mean " << fixed(l.mean_ms)
+      << " ms  p90 " << fixed(l.p90_ms) << " ms  (" << l.runs << " runs)\n"
+      << "throughput " << fixed(r.inferences_per_second, 1) << " inferences/s, " << fixed(r.items_per_second, 1)
+      << " items/s\n";
+  if (!r.saved_outputs_path.empty()) out << "outputs    " << r.saved_outputs_path << "\n";
+  return out.str();
+}
+
+Json run_to_json(const RunReport& r) {
+  const LatencyStats& l = r.latency;
+  return {{"model", r.model_path},
+          {"runtime", {{"name", "onnxruntime"}, {"version", r.runtime_version}, {"provider", r.provider}}},
+          {"data", r.data_description},
+          {"samples", r.samples},
+          {"inputs", specs_json(r.inputs)},
+          {"outputs", specs_json(r.outputs)},
+          {"session_create_ms", r.session_create_ms},
+          {"latency_ms",
+           {{"runs", l.runs}, {"min", l.min_ms}, {"median", l.median_ms}, {"mean", l.mean_ms}, {"p90", l.p90_ms},
+            {"max", l.max_ms}}},
+          {"inferences_per_second", r.inferences_per_second},
+          {"items_per_second", r.items_per_second},
+          {"saved_outputs", r.saved_outputs_path},
+          {"warnings", r.warnings}};
+}
+
+std::string explore_step_line(const ExploreStep& s) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  best %3zu lifted  %.2f s%s\n",
+                s.index, s.layer.c_str(), to_string(s.decision), s.objective, s.psnr_db, 100 * s.pass_rate,
+                s.lifted_layers, s.seconds, s.sweep > 1 ? "  (retry)" : "");
+  return line;
+}
+
+std::string explore_text(const ExploreResult& r, const std::string& lift, const std::string& device) {
+  std::ostringstream out;
+  if (r.resumed_steps) out << "resumed     " << r.resumed_steps << " steps from the ledger\n";
+  out << "task        " << to_string(r.task.type) << "\n"
+      << "stopped     " << r.stop_reason << "\n"
+      << "lifted      " << r.lifted_layers.size() << " of " << r.compute_layers << " candidate layers to " << lift << "\n";
+  for (const auto& layer : r.lifted_layers) out << "            " << layer << "\n";
+  out << metrics_table({{"full INT8", r.int8_metrics}, {"full " + lift, r.lifted_metrics}, {"final", r.final_metrics}}, r.task.type)
+      << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason << "\n"
+      << "expected    " << general(r.final_time_vs_bf16) << "x the compute time of full BF16 on " << device
+      << " (full INT8: " << general(r.int8_time_vs_bf16) << "x; nominal device speeds)\n"
+      << "spent       " << r.evaluations << " evaluations, " << general(r.seconds) << " s (calibration "
+      << general(r.calibration_seconds) << " s)\n";
+  if (r.runtime_check) {
+    out << "runtime     " << r.runtime_check->runtime << ": "
+        << (r.runtime_check->ok ? "loads the final model" : "FAILED: " + r.runtime_check->detail) << "\n";
+  }
+  out << "work dir    " << r.final_model_path << ", " << r.final_config_path << ", " << r.ledger_path << "\n";
+  return out.str();
+}
+
+}  // namespace mixprec
