@@ -113,13 +113,24 @@ void SearchFlags::add_to(CLI::App& cmd) {
                      " (measured: one evaluation per layer; layer-error: two passes)")
       ->capture_default_str();
   cmd.add_option("--search", search,
-                 "exploration search: greedy (one promotion per step, SPEC's guardrails) or bisection (fewest "
-                 "top-ranked layers, ~log2 steps)")
+                 "exploration search: greedy (one promotion per step, SPEC's guardrails), bisection (fewest "
+                 "top-ranked layers, ~log2 steps) or cost (the cheapest assignment by expected time, ~G + 2 log2 G "
+                 "evaluations)")
       ->capture_default_str();
   cmd.add_option("--lift", lift, "precision of a promoted layer: BF16, or FP16 where the device runs it")
       ->capture_default_str();
   cmd.add_option("--bf16-budget", budget, "largest share of candidate layers lifted")->capture_default_str();
-  cmd.add_option("--max-iters", max_iterations, "most steps (0: min(50, candidate layers))")->capture_default_str();
+  cmd.add_option("--time-budget", time_budget,
+                 "the answer's expected compute time at most this share of full BF16's (0: none; the cost search "
+                 "honours it)")
+      ->capture_default_str();
+  cmd.add_option("--max-iters", max_iterations,
+                 "most steps (0: min(50, candidate layers); cost search: G + 2 log2 G + 5)")
+      ->capture_default_str();
+  cmd.add_option("--calib-method", calib_method,
+                 "calibration method of the starting point (default: every method the device allows is tried on "
+                 "the same statistics, the best kept)");
+  cmd.add_flag("--pareto", pareto, "spend what --max-iters leaves on filling the trade-off curve (pareto.json)");
 }
 
 SearchOptions SearchFlags::resolve() const {
@@ -128,7 +139,11 @@ SearchOptions SearchFlags::resolve() const {
   options.search = parse_choice(search_mode_names(), "--search", search);
   options.lift = lift;
   options.bf16_budget = budget;
+  options.time_budget = time_budget;
   options.max_iterations = max_iterations;
+  if (!calib_method.empty()) options.calib_method = parse_calib_method(calib_method);
+  options.pareto = pareto;
+  if (time_budget < 0 || budget < 0) throw_bad_input("", "--bf16-budget and --time-budget must not be negative");
   return options;
 }
 

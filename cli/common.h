@@ -106,11 +106,14 @@ struct SetupFlags {
   EvaluationSetup resolve(const std::string& model, const std::string& work_dir, const std::string& progress_label) const;
 };
 
-// explore's and guide's search flags: --ranking, --search, --lift, --bf16-budget, --max-iters.
+// explore's and guide's search flags: --ranking, --search, --lift, --bf16-budget, --time-budget,
+// --max-iters, --calib-method, --pareto.
 struct SearchFlags {
-  std::string ranking = "layer-error", search = "greedy", lift = "BF16";
+  std::string ranking = "layer-error", search = "greedy", lift = "BF16", calib_method;
   double budget = 0.3;
+  double time_budget = 0;
   size_t max_iterations = 0;
+  bool pareto = false;
 
   void add_to(CLI::App& cmd);
   SearchOptions resolve() const;

@@ -41,6 +41,9 @@ struct DeviceProfile {
   std::span<const FormatId> formats;  // allowed formats, in FormatId order
   bool requires_power_of_two;       // integer formats must use 2^k scales here
   RelativeThroughput throughput;    // per format class, whether or not the class is allowed
+  // What converting one element at an INT8 <-> float boundary costs, in BF16-MAC equivalents
+  // (the cost model prices each boundary tensor at this times its element count).
+  double boundary_cost;
 };
 
 // Every profile, in table order (stx, ve2, cpu).

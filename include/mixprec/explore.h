@@ -54,8 +54,10 @@ inline const char* to_string(Ranking ranking) { return ranking_names().name(rank
 enum class SearchMode {
   kGreedy,     // SPEC: one promotion per step in ranking order, with the skip/rollback/plateau guardrails
   kBisection,  // the smallest k whose top-k ranked layers meet the criterion, ~log2(budget) evaluations
+  kCost,       // the cheapest assignment (expected time) that meets it: each layer's demotion from the
+               // full lift measured, then bisection, refinement and island moves (~G + 2 log2 G + 5)
 };
-const EnumNames<SearchMode>& search_mode_names();  // "greedy", "bisection"
+const EnumNames<SearchMode>& search_mode_names();  // "greedy", "bisection", "cost"
 inline const char* to_string(SearchMode mode) { return search_mode_names().name(mode); }
 
 // What the search starts from and what it may do.
@@ -66,7 +68,17 @@ struct SearchOptions {
   // that run it (ve2, cpu): FP16 keeps 3 more mantissa bits where the range allows.
   std::string lift = "BF16";
   double bf16_budget = 0.3;   // share of the candidate layers that may be lifted (whatever `lift` is)
-  size_t max_iterations = 0;  // 0: min(50, compute layers)
+  // The answer's expected compute time relative to full BF16 on the device at most this
+  // (--time-budget 0.6); 0: no time budget. The cost search honours it; the others report it.
+  double time_budget = 0;
+  size_t max_iterations = 0;  // 0: min(50, compute layers); cost search: G + 2 ceil(log2 G) + 5
+  // The calibration method of the starting point. nullopt: a preset start tries every method
+  // the device allows on the same statistics and keeps the best (as guide's quantize phase);
+  // a config start keeps its own.
+  std::optional<CalibMethod> calib_method;
+  // After the search, spend what max_iterations leaves on filling the trade-off curve
+  // (pareto.json) with prefixes of the search's final order, instead of stopping.
+  bool pareto = false;
   Ranking ranking = Ranking::kLayerError;
   SearchMode search = SearchMode::kGreedy;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
@@ -89,8 +101,11 @@ enum class Decision {
   kRolledBack,  // greedy: worse, not kept
   kMeets,       // bisection: the top k meet the criterion
   kMisses,      // bisection: they miss it
+  kMeasured,    // cost search: a layer demoted alone from the full lift, to price it; the trade-off
+                // curve: a point filled in
 };
-const EnumNames<Decision>& decision_names();  // "accepted", "skipped", "rolled back", "meets", "misses"
+// "accepted", "skipped", "rolled back", "meets", "misses", "measured"
+const EnumNames<Decision>& decision_names();
 inline const char* to_string(Decision decision) { return decision_names().name(decision); }
 
 // One line of the ledger.
@@ -105,6 +120,22 @@ struct ExploreStep {
   bool meets_criterion = false;
   size_t lifted_layers = 0;       // in the best assignment so far, after the decision
   double seconds = 0;             // rewrite + evaluation
+  double time_vs_bf16 = 1;        // the trial's expected compute time vs full BF16 on the device
+  size_t transitions = 0;         // the trial's INT8 <-> float boundaries
+};
+
+// A point of the trade-off curve: an evaluated assignment.
+struct ParetoPoint {
+  size_t step = 0;                // its ledger step (0: a baseline)
+  std::string label;
+  size_t lifted = 0;
+  double time_vs_bf16 = 1;
+  double objective = 0;
+  double psnr_db = 0;
+  double pass_rate = 0;
+  bool meets = false;
+  size_t transitions = 0;
+  std::string config_path;        // relative to the work dir (pareto/point_<step>.json)
 };
 
 struct ExploreResult {
@@ -123,6 +154,9 @@ struct ExploreResult {
   // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of
   // the device profile): final assignment and full INT8.
   double final_time_vs_bf16 = 1, int8_time_vs_bf16 = 1;
+  size_t final_transitions = 0;
+  CalibMethod calib_method = CalibMethod::kMinMax;  // of the starting point
+  std::vector<ParetoPoint> pareto;  // the non-dominated evaluated points, cheapest first (pareto.json)
   std::optional<RuntimeTrial> runtime_check;  // the final model on a provider other than CPU
   double seconds = 0;
   std::string final_model_path, final_config_path, ledger_path;
@@ -141,6 +175,9 @@ using StepCallback = std::function<void(const ExploreStep&)>;
 // closer without flipping a row still counts.
 Decision promotion_decision(double best_objective, double trial_objective, double best_psnr_db = 0,
                             double trial_psnr_db = 0, double min_gain = 0);
+// The points no other point beats on both expected time (lower) and objective (higher),
+// cheapest first; among equal points the earliest step stays.
+std::vector<ParetoPoint> pareto_front(std::vector<ParetoPoint> points);
 // PSNR plateau: the last `window` accepted promotions gained less than `min_gain_db` together.
 // `gains_db` holds the PSNR gain of every accepted promotion, in order.
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window = 3, double min_gain_db = 0.5);

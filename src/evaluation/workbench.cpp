@@ -86,10 +86,33 @@ std::map<std::string, FormatId> Workbench::node_formats(const QuantConfig& confi
   return formats;
 }
 
+const CostModel& Workbench::cost_model(const DeviceProfile& device) {
+  auto& model = cost_models_[device.name];
+  if (!model) model = std::make_unique<CostModel>(prepared_, macs(), stats_, device);
+  return *model;
+}
+
+AssignmentCost Workbench::cost(const QuantConfig& config, const DeviceProfile& device) {
+  for (const auto& [node, format] : node_formats(config, device)) {
+    if (const auto why = device_rejects(device, format)) throw_bad_input("", "node '" + node + "': " + *why);
+  }
+  return cost_model(device).cost(node_formats(config, device));
+}
+
 double Workbench::time_vs_full_bf16(const QuantConfig& config, const DeviceProfile& device) {
-  const MacEstimate& estimate = macs();
-  const double bf16 = estimated_time(estimate, node_formats(*preset_config("BF16"), device), device);
-  return bf16 > 0 ? estimated_time(estimate, node_formats(config, device), device) / bf16 : 1.0;
+  auto [it, fresh] = full_bf16_time_.try_emplace(device.name, 0.0);
+  if (fresh) it->second = cost(*preset_config("BF16"), device).total();
+  return it->second > 0 ? cost(config, device).total() / it->second : 1.0;
+}
+
+std::vector<std::set<std::string>> Workbench::islands(const QuantConfig& config, const DeviceProfile& device,
+                                                      const std::set<std::string>& candidates) {
+  return cost_model(device).islands(node_formats(config, device), candidates);
+}
+
+std::vector<std::vector<std::string>> Workbench::chains(const DeviceProfile& device,
+                                                        const std::set<std::string>& candidates) {
+  return cost_model(device).chains(candidates);
 }
 
 std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,

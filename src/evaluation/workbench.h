@@ -12,11 +12,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
 
+#include "evaluation/cost_model.h"
 #include "mixprec/analysis.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
@@ -74,10 +76,18 @@ class Workbench {
   // The format that sets each node's MAC rate under `config` on `device`: the slower there of
   // its activation and weight formats; nodes the config leaves in float are absent (float32).
   std::map<std::string, FormatId> node_formats(const QuantConfig& config, const DeviceProfile& device) const;
-  // Expected compute time of `config` on `device` relative to full BF16 there (< 1: faster),
-  // from the MACs and the device's nominal relative speeds. kBadInput when the device cannot
-  // run one of the config's formats.
+  // Expected compute time of `config` on `device` (evaluation/cost_model.h: MACs at the
+  // device's nominal relative speeds plus the INT8 <-> float boundaries), absolute and relative
+  // to full BF16 there (< 1: faster). kBadInput when the device cannot run one of the config's
+  // formats.
+  AssignmentCost cost(const QuantConfig& config, const DeviceProfile& device);
   double time_vs_full_bf16(const QuantConfig& config, const DeviceProfile& device);
+  // The islands of `config` on `device`: runs of adjacent nodes on one side, by their members
+  // among `candidates`.
+  std::vector<std::set<std::string>> islands(const QuantConfig& config, const DeviceProfile& device,
+                                             const std::set<std::string>& candidates);
+  // Linear chains of `candidates` in data-flow order (CostModel::chains).
+  std::vector<std::vector<std::string>> chains(const DeviceProfile& device, const std::set<std::string>& candidates);
 
   // Noise-to-signal power ratio of each named float tensor of the prepared graph under `config`,
   // against FP32, summed over the cached samples: sum (q - ref)^2 / sum ref^2. One pass of each
@@ -93,6 +103,7 @@ class Workbench {
  private:
   void load_or_calibrate(const onnx::ModelProto& model);
   void cache_reference();
+  const CostModel& cost_model(const DeviceProfile& device);
 
   EvaluationSetup setup_;
   WorkbenchOptions options_;
@@ -110,6 +121,8 @@ class Workbench {
   std::string data_description_;
   size_t evaluations_ = 0;
   std::optional<MacEstimate> macs_;
+  std::map<std::string, std::unique_ptr<CostModel>> cost_models_;  // by device name
+  std::map<std::string, double> full_bf16_time_;                   // by device name
 };
 
 }  // namespace mixprec

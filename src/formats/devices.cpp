@@ -27,15 +27,21 @@ constexpr FormatId kCpuFormats[] = {FormatId::kFloat32, FormatId::kXInt8,  Forma
 // - The CPU row takes fp32 as its native rate: int8 kernels (VNNI-style dot products) about
 //   twice it, int16 about fp32 (ONNX Runtime runs int16 QDQ through float kernels), bf16 and
 //   fp16 emulated through fp32 with conversions (0.5).
+// Boundary cost, per element converted between INT8 and float, in BF16-MAC equivalents:
+// - NPU rows, nominal: the AIE-ML vector unit converts ~32 elements per cycle where the array
+//   does 128 bf16 MACs (4), and a boundary is also a round trip of the tensor through memory
+//   between two kernels (another 4): 8.
+// - CPU row, measured on ONNX Runtime 1.29's CPU provider (make bench, figure 6): a QuantizeLinear
+//   + DequantizeLinear pair over a tensor against the float Conv MACs of the same model.
 const DeviceProfile kDeviceTable[] = {
     // name   description
     //        formats      pow2   throughput {int8, int16, bf16, fp16, fp32}
     {"stx", "AMD Strix NPU (XDNA 2): BF16, INT8 and mixed BF16/INT8; INT8 needs power-of-two scales",
-     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25}},
+     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25}, 8.0},
     {"ve2", "AMD Versal AI Edge gen 2: BF16, FP16, INT8 and mixes; INT8 needs power-of-two scales",
-     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25}},
+     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25}, 8.0},
     {"cpu", "ONNX Runtime CPU provider: every format (int8, int16, bf16, fp16, fp32)",
-     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0}},
+     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0}, 8.0},
 };
 
 // The format name as users write it in messages: "fp16" -> "FP16".

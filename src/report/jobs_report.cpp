@@ -139,12 +139,21 @@ std::string explore_text(const ExploreResult& r, const std::string& lift, const 
   out << metrics_table({{"full INT8", r.int8_metrics}, {"full " + lift, r.lifted_metrics}, {"final", r.final_metrics}}, r.task.type)
       << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason << "\n"
       << "expected    " << general(r.final_time_vs_bf16) << "x the compute time of full BF16 on " << device
-      << " (full INT8: " << general(r.int8_time_vs_bf16) << "x; nominal device speeds)\n"
+      << " (full INT8: " << general(r.int8_time_vs_bf16) << "x; nominal device speeds), " << r.final_transitions
+      << " INT8/float boundaries\n"
+      << "start       full INT8 calibrated with " << calib_method_traits(r.calib_method).name << "\n"
       << "spent       " << r.evaluations << " evaluations, " << general(r.seconds) << " s (calibration "
       << general(r.calibration_seconds) << " s)\n";
   if (r.runtime_check) {
     out << "runtime     " << r.runtime_check->runtime << ": "
         << (r.runtime_check->ok ? "loads the final model" : "FAILED: " + r.runtime_check->detail) << "\n";
+  }
+  if (!r.pareto.empty()) {
+    out << "trade-off   " << r.pareto.size() << " non-dominated points (pareto.json):";
+    for (const auto& p : r.pareto) {
+      out << " " << fixed(p.time_vs_bf16) << "x/" << fixed(p.objective) << (p.meets ? "*" : "");
+    }
+    out << "  (time vs full BF16 / objective; * meets)\n";
   }
   out << "work dir    " << r.final_model_path << ", " << r.final_config_path << ", " << r.ledger_path << "\n";
   return out.str();

@@ -9,6 +9,7 @@ SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& st
                         const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer) {
   SearchOutcome outcome;
   outcome.best = start;
+  outcome.order = ranking;
   const auto fewest = [&](size_t k) {
     return "bisection: the top " + std::to_string(k) + " ranked layers are the fewest that meet the criterion";
   };
@@ -56,7 +57,7 @@ SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& st
                       .pass_rate = score.pass_rate,
                       .meets_criterion = score.pass,
                       .lifted_layers = outcome.lifted.size()},
-                     score);
+                     score, trial);
     if (!found && k == cap) {
       outcome.stop_reason = limits.lift + " budget: the top " + std::to_string(k) + " of " +
                             std::to_string(ranking.size()) + " candidate layers still miss the criterion";

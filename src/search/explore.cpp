@@ -32,12 +32,14 @@ constexpr size_t kMaxIterationsCap = 50;
 
 constexpr EnumName<Ranking> kRankingRows[] = {
     {Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}, {Ranking::kLayerError, "layer-error"}};
-constexpr EnumName<SearchMode> kSearchRows[] = {{SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}};
+constexpr EnumName<SearchMode> kSearchRows[] = {
+    {SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}, {SearchMode::kCost, "cost"}};
 constexpr EnumName<Decision> kDecisionRows[] = {{Decision::kAccepted, "accepted"},
                                                 {Decision::kSkipped, "skipped"},
                                                 {Decision::kRolledBack, "rolled back"},
                                                 {Decision::kMeets, "meets"},
-                                                {Decision::kMisses, "misses"}};
+                                                {Decision::kMisses, "misses"},
+                                                {Decision::kMeasured, "measured"}};
 
 const char* ranking_score_meaning(Ranking ranking) {
   switch (ranking) {
@@ -78,8 +80,9 @@ struct Objective {
 // The base config with some layers lifted, evaluated on the workbench.
 class WorkbenchEvaluator : public search::Evaluator {
  public:
-  WorkbenchEvaluator(Workbench& bench, const QuantConfig& base, const LayerConfig& lifted, const Objective& objective)
-      : bench_(bench), base_(base), lifted_(lifted), objective_(objective) {}
+  WorkbenchEvaluator(Workbench& bench, const QuantConfig& base, const LayerConfig& lifted, const Objective& objective,
+                     const DeviceProfile& device)
+      : bench_(bench), base_(base), lifted_(lifted), objective_(objective), device_(device) {}
 
   QuantConfig config_for(const std::set<std::string>& lifted) const {
     QuantConfig config = base_;
@@ -92,31 +95,40 @@ class WorkbenchEvaluator : public search::Evaluator {
     return config;
   }
 
-  Score score(Evaluation e) const {
+  Score evaluate(const std::set<std::string>& lifted, const std::string&) override {
+    Evaluation e = bench_.evaluate(config_for(lifted));
+    const search::Cost c = cost(lifted);
     Score s{.model = std::move(e.model),
             .metrics = std::move(e.metrics),
             .pass = e.verdict.pass,
+            .verdict = e.verdict,
             .psnr_db = e.psnr_db,
             .pass_rate = e.pass_rate,
-            .seconds = e.seconds};
+            .seconds = e.seconds,
+            .time_vs_bf16 = c.time_vs_bf16,
+            .transitions = c.transitions};
     s.objective = objective_(s.metrics);
     return s;
   }
 
-  Score evaluate(const std::set<std::string>& lifted, const std::string&) override {
-    Evaluation e = bench_.evaluate(config_for(lifted));
-    verdicts_[lifted] = e.verdict;
-    return score(std::move(e));
+  search::Cost cost(const std::set<std::string>& lifted) const override {
+    const QuantConfig config = config_for(lifted);
+    return {bench_.time_vs_full_bf16(config, device_), bench_.cost(config, device_).transitions};
   }
-  // The verdict of the last evaluation of `lifted` (the final assignment's, for the report).
-  const Verdict& verdict(const std::set<std::string>& lifted) const { return verdicts_.at(lifted); }
+
+  std::vector<std::set<std::string>> islands(const std::set<std::string>& lifted) const override {
+    return bench_.islands(config_for(lifted), device_, candidates_);
+  }
+  std::vector<std::vector<std::string>> chains() const override { return bench_.chains(device_, candidates_); }
+  void set_candidates(const std::vector<std::string>& candidates) { candidates_ = {candidates.begin(), candidates.end()}; }
 
  private:
   Workbench& bench_;
   const QuantConfig& base_;
   const LayerConfig& lifted_;
   const Objective& objective_;
-  std::map<std::set<std::string>, Verdict> verdicts_;
+  const DeviceProfile& device_;
+  std::set<std::string> candidates_;
 };
 
 class Explorer : public search::SearchObserver {
@@ -155,9 +167,12 @@ class Explorer : public search::SearchObserver {
     save_best(lifted, score);
   }
 
-  void on_step(const ExploreStep& decided, const Score& score) override {
+  void on_step(const ExploreStep& decided, const Score& score, const std::set<std::string>& lifted) override {
     ExploreStep step = decided;
     step.seconds = score.seconds;
+    step.time_vs_bf16 = score.time_vs_bf16;
+    step.transitions = score.transitions;
+    add_point(step.index, step.layer, lifted, score);
     if (score.replayed) {
       const ExploreStep& recorded = *replay_->recorded(step.index);
       if (recorded.decision != step.decision) {
@@ -206,13 +221,44 @@ class Explorer : public search::SearchObserver {
     result_.calibration_seconds = bench_->calibration_seconds();
     objective_ = std::make_unique<Objective>(params_.setup.criterion.target, result_.task.type);
     result_.objective_name = objective_->name();
-    evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, lifted_config_, *objective_);
+    evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, lifted_config_, *objective_, device);
     // Every layer the base preset puts in integer formats is a candidate: compute layers and
     // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
     // (hard-swish and squeeze-excite blocks are Mul/Add chains).
     candidates_ = bench_->integer_layers(base_);
     result_.compute_layers = candidates_.size();
     if (candidates_.empty()) throw_unsupported(label, "no compute layer to quantize with " + options_.base_preset);
+    evaluator_->set_candidates(candidates_);
+  }
+
+  // The starting point's calibration method: the one asked for; a config's own; or, for a
+  // preset, every method the device allows tried on the same statistics, the best kept (one
+  // evaluation each; the winner's is the full INT8 baseline).
+  Score start() {
+    if (options_.calib_method) override_calib_method(base_, *options_.calib_method);
+    std::optional<Score> best;
+    if (!options_.calib_method && !options_.base_config) {
+      const bool pow2 = params_.deployment.profile().requires_power_of_two;
+      CalibMethod chosen = base_.extra.calib_method;
+      const QuantConfig preset = base_;
+      for (const auto& method : all_calib_methods()) {
+        if (method.power_of_two != pow2) continue;
+        base_ = preset;
+        base_.extra.calib_method = method.method;
+        Score trial = evaluator_->evaluate({}, "full INT8");
+        if (!best || (trial.pass != best->pass ? trial.pass
+                                               : promotion_decision(best->objective, trial.objective, best->psnr_db,
+                                                                    trial.psnr_db, objective_->min_gain()) ==
+                                                     Decision::kAccepted)) {
+          best = std::move(trial);
+          chosen = method.method;
+        }
+      }
+      base_ = preset;
+      base_.extra.calib_method = chosen;
+    }
+    result_.calib_method = base_.extra.calib_method;
+    return best ? *best : evaluator_->evaluate({}, "full INT8");
   }
 
   // What a resumed run must share with the run it continues: the same model, starting point,
@@ -229,7 +275,10 @@ class Explorer : public search::SearchObserver {
             {"rtol", criterion.tolerance.rtol},
             {"lift", options_.lift},
             {"bf16_budget", options_.bf16_budget},
+            {"time_budget", options_.time_budget},
             {"max_iterations", options_.max_iterations},
+            {"calib_method", options_.calib_method ? calib_method_traits(*options_.calib_method).name : "auto"},
+            {"pareto", options_.pareto},
             {"evaluation", {{"files", data.data.files},
                             {"random_samples", data.data.random_samples},
                             {"seed", data.data.seed},
@@ -352,6 +401,7 @@ class Explorer : public search::SearchObserver {
     save_config(evaluator_->config_for(lifted), result_.final_config_path);
     best_ = score;
     best_lifted_ = lifted;
+    best_time_ = score.time_vs_bf16;
   }
 
   // When BF16 is not enough and the device runs FP16 (3 more mantissa bits), one more
@@ -391,8 +441,9 @@ class Explorer : public search::SearchObserver {
     ledger_.open(result_.ledger_path, std::ios::app);
     if (!ledger_) throw_io(result_.ledger_path, "cannot write the ledger");
 
-    const Score int8 = evaluator_->evaluate({}, "full INT8");
+    const Score int8 = start();
     result_.int8_metrics = int8.metrics;
+    add_point(0, "full INT8", {}, int8);
     if (options_.resume) {  // final.onnx holds the interrupted run's best: rebuilt when the replay ends
       best_ = int8;
     } else {
@@ -408,14 +459,30 @@ class Explorer : public search::SearchObserver {
     const std::set<std::string> everything(candidates_.begin(), candidates_.end());
     const Score all_lifted = evaluator_->evaluate(everything, "full " + options_.lift);
     result_.lifted_metrics = all_lifted.metrics;
+    add_point(0, "full " + options_.lift, everything, all_lifted);
     if (!all_lifted.pass) {
-      result_.stop_reason = "full " + options_.lift + " misses the criterion too (" +
-                            evaluator_->verdict(everything).reason + "): out of reach by precision alone" + fp16_hint();
+      result_.stop_reason = "full " + options_.lift + " misses the criterion too (" + all_lifted.verdict.reason +
+                            "): out of reach by precision alone" + fp16_hint();
       finish();
       return;
     }
-    result_.ranking = options_.resume && fs::exists(work_file("sensitivity.json")) ? load_ranking() : rank(int8);
-    if (replay.size() > result_.ranking.size() * 2) throw_bad_input(result_.ledger_path, "more steps than the search can take");
+    const bool cost = options_.search == SearchMode::kCost;
+    if (cost) {
+      result_.ranking = candidates_;  // the cost search measures instead of ranking
+    } else {
+      result_.ranking = options_.resume && fs::exists(work_file("sensitivity.json")) ? load_ranking() : rank(int8);
+    }
+    const size_t g = candidates_.size();
+    const size_t log2_g = static_cast<size_t>(std::ceil(std::log2(static_cast<double>(std::max<size_t>(2, g)))));
+    const search::SearchLimits limits{
+        .budget = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.bf16_budget * static_cast<double>(g)))),
+        .max_iterations = options_.max_iterations ? options_.max_iterations
+                          : cost                  ? g + 2 * log2_g + 5
+                                                  : std::min(kMaxIterationsCap, g),
+        .min_gain = objective_->min_gain(),
+        .lift = options_.lift,
+        .time_budget = options_.time_budget};
+    if (replay.size() > limits.max_iterations) throw_bad_input(result_.ledger_path, "more steps than the search can take");
 
     replay_ = std::make_unique<search::LedgerReplay>(std::move(replay), *evaluator_, result_.ledger_path, [this] {
       if (pending_best_) {  // the best so far came from the ledger: rebuild its model
@@ -424,30 +491,126 @@ class Explorer : public search::SearchObserver {
         save_best(lifted, evaluator_->evaluate(lifted, "best so far"));
       }
     });
-    const search::SearchLimits limits{
-        .budget = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.bf16_budget *
-                                                                     static_cast<double>(candidates_.size())))),
-        .max_iterations = options_.max_iterations ? options_.max_iterations
-                                                  : std::min(kMaxIterationsCap, candidates_.size()),
-        .min_gain = objective_->min_gain(),
-        .lift = options_.lift};
-    const search::SearchOutcome outcome =
-        options_.search == SearchMode::kBisection
-            ? search::bisection(result_.ranking, int8, all_lifted, limits, *replay_, *this)
-            : search::greedy(result_.ranking, int8, limits, *replay_, *this);
-    replay_->finish();
+    search::SearchOutcome outcome;
+    switch (options_.search) {
+      case SearchMode::kBisection:
+        outcome = search::bisection(result_.ranking, int8, all_lifted, limits, *replay_, *this);
+        break;
+      case SearchMode::kCost:
+        outcome = search::cost_search(candidates_, int8, all_lifted, limits, *replay_, *this);
+        write_demotion_scores(outcome);
+        result_.ranking = outcome.order;
+        break;
+      case SearchMode::kGreedy:
+        outcome = search::greedy(result_.ranking, int8, limits, *replay_, *this);
+        break;
+    }
     result_.stop_reason = outcome.stop_reason;
+    if (options_.pareto) fill_curve(outcome.order, limits);
+    replay_->finish();
     finish();
+  }
+
+  // The cost search's measurements as the sensitivity file: each layer's objective loss when
+  // demoted alone from the full lift, most worth lifting first.
+  void write_demotion_scores(const search::SearchOutcome& outcome) const {
+    Json j = Json::array();
+    for (const auto& name : outcome.order) {
+      const auto it = outcome.scores.find(name);
+      j.push_back({{"layer", name}, {"score", it == outcome.scores.end() ? 0.0 : it->second}});
+    }
+    write_file_atomically(work_file("sensitivity.json"),
+                          Json{{"ranking", "demotion"},
+                               {"score", "objective loss when the layer alone is demoted from the full lift"},
+                               {"layers", j}}
+                              .dump(2));
+  }
+
+  // --pareto: what max_iterations leaves goes to prefixes of the final order (the top k lifted)
+  // at evenly spaced k, each a point of the trade-off curve; a cheaper passing point within the
+  // budgets becomes the answer.
+  void fill_curve(const std::vector<std::string>& order, const search::SearchLimits& limits) {
+    constexpr size_t kPoints = 8;
+    const size_t g = order.size();
+    std::set<std::set<std::string>> seen;
+    for (const auto& [step, lifted] : point_sets_) seen.insert(lifted);
+    for (size_t i = 1; i < kPoints && result_.steps.size() < limits.max_iterations; ++i) {
+      const size_t k = i * g / kPoints;
+      const std::set<std::string> lifted(order.begin(), order.begin() + static_cast<long>(k));
+      if (k == 0 || !seen.insert(lifted).second) continue;
+      const std::string label = "curve top " + std::to_string(k);
+      const Score score = replay_->evaluate(lifted, label);
+      const bool within = lifted.size() <= limits.budget && (limits.time_budget <= 0 || score.time_vs_bf16 <= limits.time_budget);
+      const bool cheaper = score.pass && within && (!best_.pass || score.time_vs_bf16 < best_time_);
+      if (cheaper) on_best(lifted, score);
+      on_step({.index = result_.steps.size() + 1,
+               .layer = label,
+               .decision = Decision::kMeasured,
+               .objective = score.objective,
+               .psnr_db = score.psnr_db,
+               .pass_rate = score.pass_rate,
+               .meets_criterion = score.pass,
+               .lifted_layers = best_lifted_.size()},
+              score, lifted);
+    }
+  }
+
+  // Every evaluated assignment is a point of the trade-off curve.
+  void add_point(size_t step, const std::string& label, const std::set<std::string>& lifted, const Score& score) {
+    points_.push_back({.step = step,
+                       .label = label,
+                       .lifted = lifted.size(),
+                       .time_vs_bf16 = score.time_vs_bf16,
+                       .objective = score.objective,
+                       .psnr_db = score.psnr_db,
+                       .pass_rate = score.pass_rate,
+                       .meets = score.pass,
+                       .transitions = score.transitions});
+    point_sets_.emplace_back(points_.size() - 1, lifted);
+  }
+
+  // pareto.json: the non-dominated points, each with the config that reproduces it.
+  void write_pareto() {
+    std::vector<ParetoPoint> front = pareto_front(points_);
+    fs::create_directories(work_file("pareto"));
+    Json points = Json::array();
+    for (ParetoPoint& point : front) {
+      const auto it = std::find_if(point_sets_.begin(), point_sets_.end(), [&](const auto& entry) {
+        const ParetoPoint& p = points_[entry.first];
+        return p.step == point.step && p.label == point.label;
+      });
+      point.config_path = "pareto/point_" + std::to_string(point.step) + (point.step == 0 ? "_" + std::to_string(point.lifted) : "") + ".json";
+      save_config(evaluator_->config_for(it->second), work_file(point.config_path));
+      points.push_back({{"step", point.step},
+                        {"label", point.label},
+                        {"lifted", point.lifted},
+                        {"time_vs_bf16", point.time_vs_bf16},
+                        {"objective", point.objective},
+                        {"psnr_db", point.psnr_db},
+                        {"pass_rate", point.pass_rate},
+                        {"meets", point.meets},
+                        {"transitions", point.transitions},
+                        {"config", point.config_path}});
+    }
+    write_file_atomically(work_file("pareto.json"), Json{{"metric", result_.objective_name},
+                                                         {"device", params_.deployment.device},
+                                                         {"evaluated", points_.size()},
+                                                         {"points", points}}
+                                                        .dump(2));
+    result_.pareto = std::move(front);
   }
 
   // The final assignment is the best saved (the search's best, its model rebuilt after a resume).
   void finish() {
     result_.lifted_layers.assign(best_lifted_.begin(), best_lifted_.end());
     result_.final_metrics = best_.metrics;
-    result_.final_verdict = evaluator_->verdict(best_lifted_);
+    result_.final_verdict = best_.verdict;
     const DeviceProfile& device = params_.deployment.profile();
-    result_.final_time_vs_bf16 = bench_->time_vs_full_bf16(evaluator_->config_for(best_lifted_), device);
+    const QuantConfig final_config = evaluator_->config_for(best_lifted_);
+    result_.final_time_vs_bf16 = bench_->time_vs_full_bf16(final_config, device);
+    result_.final_transitions = bench_->cost(final_config, device).transitions;
     result_.int8_time_vs_bf16 = bench_->time_vs_full_bf16(base_, device);
+    write_pareto();
     for (const auto& note : bench_->macs().notes) log_warning(params_.setup.model_path + ": MAC estimate: " + note);
   }
 
@@ -476,7 +639,12 @@ class Explorer : public search::SearchObserver {
                     {"device", params_.deployment.device},
                     {"expected_time_vs_full_bf16", {{"final", result_.final_time_vs_bf16},
                                                     {"full_int8", result_.int8_time_vs_bf16},
-                                                    {"basis", "MAC-weighted nominal speeds of the device profile"}}},
+                                                    {"time_budget", options_.time_budget},
+                                                    {"basis", "MACs at the device profile's nominal speeds plus the "
+                                                              "INT8/float boundaries (evaluation/cost_model.h)"}}},
+                    {"transitions", result_.final_transitions},
+                    {"calib_method", calib_method_traits(result_.calib_method).name},
+                    {"pareto_points", result_.pareto.size()},
                     {"steps", result_.steps.size()}};
     if (result_.runtime_check) {
       summary["runtime_check"] = {{"provider", result_.runtime_check->runtime},
@@ -501,6 +669,9 @@ class Explorer : public search::SearchObserver {
   std::ofstream ledger_;
   Score best_;                                        // saved in final.onnx
   std::set<std::string> best_lifted_;
+  double best_time_ = 1;
+  std::vector<ParetoPoint> points_;                   // every evaluated assignment
+  std::vector<std::pair<size_t, std::set<std::string>>> point_sets_;  // index into points_ -> its lifted set
   std::optional<std::set<std::string>> pending_best_;  // a replayed best whose model is not built yet
 };
 
@@ -529,6 +700,20 @@ Decision promotion_decision(double best_objective, double trial_objective, doubl
     return trial_psnr_db > best_psnr_db ? Decision::kAccepted : Decision::kRolledBack;
   }
   return Decision::kSkipped;
+}
+
+std::vector<ParetoPoint> pareto_front(std::vector<ParetoPoint> points) {
+  // Cheapest first; among equal times the higher objective, then the earlier step.
+  std::stable_sort(points.begin(), points.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
+    if (a.time_vs_bf16 != b.time_vs_bf16) return a.time_vs_bf16 < b.time_vs_bf16;
+    return a.objective > b.objective;
+  });
+  std::vector<ParetoPoint> front;
+  for (ParetoPoint& point : points) {
+    if (!front.empty() && point.objective <= front.back().objective) continue;  // dominated
+    front.push_back(std::move(point));
+  }
+  return front;
 }
 
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window, double min_gain_db) {

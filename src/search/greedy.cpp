@@ -20,6 +20,7 @@ class Greedy {
   }
 
   SearchOutcome run() {
+    outcome_.order = ranking_;
     // A skipped layer and how many promotions had been accepted when it was skipped: retrying it
     // is worth an evaluation only when the state has changed since.
     std::vector<std::pair<std::string, size_t>> skipped;
@@ -58,7 +59,7 @@ class Greedy {
     last_ = promotion_decision(best.objective, score.objective, best.psnr_db, score.psnr_db, limits_.min_gain);
     if (last_ == Decision::kAccepted) {
       gains_.push_back(score.psnr_db - best.psnr_db);
-      outcome_.lifted = std::move(trial);
+      outcome_.lifted = trial;
       outcome_.best = score;
       observer_.on_best(outcome_.lifted, score);
     }
@@ -71,7 +72,7 @@ class Greedy {
                      .pass_rate = score.pass_rate,
                      .meets_criterion = score.pass,
                      .lifted_layers = outcome_.lifted.size()};
-    observer_.on_step(step, score);
+    observer_.on_step(step, score, trial);
     if (outcome_.best.pass) {
       outcome_.stop_reason = "criterion met";
       return false;

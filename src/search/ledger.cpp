@@ -25,7 +25,9 @@ Json step_to_json(const ExploreStep& step, const std::vector<OutputMetrics>& out
                {"pass_rate", step.pass_rate},
                {"meets_criterion", step.meets_criterion},
                {"lifted_layers", step.lifted_layers},
-               {"seconds", step.seconds}};
+               {"seconds", step.seconds},
+               {"time_vs_bf16", step.time_vs_bf16},
+               {"transitions", step.transitions}};
   Json metrics = Json::array();
   for (const auto& m : outputs) metrics.push_back(output_to_json(m));
   line["outputs"] = metrics;
@@ -49,6 +51,9 @@ ExploreStep step_from_json(const Json& j) {
   step.meets_criterion = j.at("meets_criterion").get<bool>();
   step.lifted_layers = j.at("lifted_layers").get<size_t>();
   step.seconds = j.at("seconds").get<double>();
+  // Ledgers before the cost model have neither.
+  step.time_vs_bf16 = j.contains("time_vs_bf16") ? j.at("time_vs_bf16").get<double>() : 1.0;
+  step.transitions = j.contains("transitions") ? j.at("transitions").get<size_t>() : 0;
   return step;
 }
 
@@ -90,6 +95,8 @@ Score LedgerReplay::evaluate(const std::set<std::string>& lifted, const std::str
                  .psnr_db = step.psnr_db,
                  .pass_rate = step.pass_rate,
                  .seconds = step.seconds,
+                 .time_vs_bf16 = step.time_vs_bf16,
+                 .transitions = step.transitions,
                  .replayed = true};
   }
   finish();

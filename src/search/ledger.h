@@ -33,6 +33,11 @@ class LedgerReplay : public Evaluator {
   LedgerReplay(std::vector<ExploreStep> steps, Evaluator& live, std::string ledger_path, std::function<void()> on_end);
 
   Score evaluate(const std::set<std::string>& lifted, const std::string& label) override;
+  Cost cost(const std::set<std::string>& lifted) const override { return live_.cost(lifted); }
+  std::vector<std::set<std::string>> islands(const std::set<std::string>& lifted) const override {
+    return live_.islands(lifted);
+  }
+  std::vector<std::vector<std::string>> chains() const override { return live_.chains(); }
   void finish();
   // The ledger's step `index` (1-based), or nullptr past the replay.
   const ExploreStep* recorded(size_t index) const;

@@ -1,8 +1,11 @@
-// The two searches over a ranking, written against an Evaluator so they know nothing about
-// workbenches, files or resuming (explore.cpp wires them up; tests drive them with a fake).
+// The searches, written against an Evaluator so they know nothing about workbenches, files or
+// resuming (explore.cpp wires them up; tests drive them with a fake): SPEC's greedy and the
+// bisection over a ranking, and the cost search for the cheapest assignment that meets the
+// criterion.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -20,11 +23,20 @@ struct Score {
   std::shared_ptr<const onnx::ModelProto> model;  // null when replayed
   std::vector<OutputMetrics> metrics;             // empty when replayed
   bool pass = false;                              // meets the criterion
+  Verdict verdict;                                // its criterion and reason (empty when replayed)
   double objective = 0;                           // higher is better
   double psnr_db = 0;                             // worst output
   double pass_rate = 0;                           // worst output
   double seconds = 0;                             // rewrite + evaluation (the ledger's, when replayed)
+  double time_vs_bf16 = 1;                        // expected compute time of the assignment (cost model)
+  size_t transitions = 0;                         // its INT8 <-> float boundaries
   bool replayed = false;
+};
+
+// What an assignment is expected to cost on the device, without evaluating it.
+struct Cost {
+  double time_vs_bf16 = 1;  // expected compute time relative to full BF16 (search/cost_model.h)
+  size_t transitions = 0;
 };
 
 // What a search asks: the score of the starting point with `lifted` layers lifted. `label`
@@ -34,14 +46,22 @@ class Evaluator {
  public:
   virtual ~Evaluator() = default;
   virtual Score evaluate(const std::set<std::string>& lifted, const std::string& label) = 0;
+  // The cost model's figure for `lifted` (no evaluation).
+  virtual Cost cost(const std::set<std::string>& lifted) const = 0;
+  // The islands of an assignment: runs of adjacent candidates on one side (lifted or not),
+  // each given by its candidate members.
+  virtual std::vector<std::set<std::string>> islands(const std::set<std::string>& lifted) const = 0;
+  // The candidates in linear chains (each feeds the next directly or through layout-only ops),
+  // in data-flow order: where demoting neighbours together saves the boundaries between them.
+  virtual std::vector<std::vector<std::string>> chains() const = 0;
 };
 
 // What a search tells: each step once decided (the step carries its index and the best
-// assignment's size), and each new best assignment as it is found.
+// assignment's size, `lifted` is the step's trial), and each new best assignment as it is found.
 class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
-  virtual void on_step(const ExploreStep& step, const Score& score) = 0;
+  virtual void on_step(const ExploreStep& step, const Score& score, const std::set<std::string>& lifted) = 0;
   virtual void on_best(const std::set<std::string>& lifted, const Score& score) = 0;
 };
 
@@ -50,12 +70,18 @@ struct SearchLimits {
   size_t max_iterations = 1;  // most steps
   double min_gain = 0;        // the objective's min_gain (MetricTraits)
   std::string lift = "BF16";  // for stop reasons
+  double time_budget = 0;     // cost search: the answer's expected time vs full BF16 at most this (0: none)
 };
 
 struct SearchOutcome {
   std::string stop_reason;
   std::set<std::string> lifted;  // the best assignment found
   Score best;
+  // The candidates from most to least worth lifting as the search ended (the ranking, or the
+  // cost search's order): what filling the trade-off curve lifts, prefix by prefix.
+  std::vector<std::string> order;
+  // Cost search: each candidate's measured objective loss when demoted alone from the full lift.
+  std::map<std::string, double> scores;
 };
 
 // SPEC's greedy search from `start` (full INT8): layers in ranking order, one step each;
@@ -72,5 +98,25 @@ SearchOutcome greedy(const std::vector<std::string>& ranking, const Score& start
 // every candidate lifted (a baseline already measured), reused when the budget allows them all.
 SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& start, const Score& all_lifted,
                         const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer);
+
+// The cheapest assignment that meets the criterion (expected time, cost_model.h), from the
+// top down: `all_lifted` (every candidate lifted) must meet it.
+//  1. measure: each candidate demoted alone from the full lift (one evaluation each): its
+//     objective loss;
+//  2. moves: each candidate alone and each run of 2..4 neighbours of a chain (demoted together
+//     they add one boundary instead of one per layer), priced by the cost model (transitions
+//     included; a run's loss is the sum of its members'), ordered by loss per unit of time
+//     saved; moves that save nothing are never applied;
+//  3. bisect the number of moves applied from the front of that order (~log2 G);
+//  4. refine past the boundary: the next moves one at a time, kept when the criterion still
+//     holds (at most ~log2 G tries, so a non-monotone order does not stop it early);
+//  5. islands: every lifted island of one or two layers surrounded by INT8 demoted and every
+//     INT8 island of one or two layers inside a lifted region lifted, where that saves time
+//     (fewer boundaries): applied cheapest-saving-first as a batch, its prefix bisected.
+// Every trial that meets the criterion within the budgets competes for the answer by cost
+// (then by objective); `candidates` fixes the order of the measurements (deterministic).
+// About G + 2 log2 G + 5 evaluations for G candidates.
+SearchOutcome cost_search(const std::vector<std::string>& candidates, const Score& start, const Score& all_lifted,
+                          const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer);
 
 }  // namespace mixprec::search

@@ -144,8 +144,9 @@ class Guide {
     begin("quantize");
     QuantizeResult quantize;
     QuantConfig chosen = config;
-    const Evaluation quantized =
-        params_.config_path.empty() ? choose_calibration(bench, chosen, quantize) : bench.evaluate(chosen);
+    // A proposed config tries the methods the device allows unless --calib-method names one.
+    const bool try_methods = params_.config_path.empty() && !params_.search.calib_method;
+    const Evaluation quantized = try_methods ? choose_calibration(bench, chosen, quantize) : bench.evaluate(chosen);
     quantize.kept = chosen.extra.calib_method;
     report_.final_model_path = quantize.model_path = work_file("quantized.onnx");
     report_.final_config_path = quantize.config_path = work_file("quantized.config.json");
@@ -261,6 +262,7 @@ class Guide {
                     to_string(plan.target) + "; review " + work_file("quantized.config.json") + " or give --config");
       }
     }
+    if (params_.search.calib_method) override_calib_method(config, *params_.search.calib_method);
     if (const auto why = device_rejects(*device_, formats_used(config))) {
       throw_bad_input(params_.config_path.empty() ? params_.setup.model_path : params_.config_path, *why);
     }
@@ -278,7 +280,7 @@ class Guide {
       return;
     }
     SearchOptions search = params_.search;
-    search.base_config = config;
+    search.base_config = config;  // its calibration method is the quantize phase's choice
     result.search = search;
     ExploreResult r = explore({params_.setup, params_.deployment, search});
     current_.status = pass_fail(r.final_verdict.pass);

@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
@@ -48,6 +52,9 @@ class ExploreTest : public testing::TempDirTest {
     p.setup.evaluation = testing::test_evaluation_data();
     p.setup.criterion.target = parse_target("psnr>30");
     p.search.ranking = ranking;
+    // XINT8's own method, pinned: the evaluation counts below are the search's (an unpinned
+    // start also tries PowerOfTwo_NonOverflow: StartTriesTheDevicesCalibrationMethods).
+    p.search.calib_method = CalibMethod::kPowerOfTwoMinMse;
     return p;
   }
 };
@@ -94,6 +101,59 @@ TEST_F(ExploreTest, WithoutCalibrationDataItCalibratesOnSeededRandomDataWithAWar
   bool warned = false;
   for (const auto& w : r.warnings) warned = warned || w.find("no calibration data given") != std::string::npos;
   EXPECT_TRUE(warned);
+}
+
+TEST_F(ExploreTest, StartTriesTheDevicesCalibrationMethods) {
+  // Unpinned, a preset start is calibrated with each method the device allows (ve2: the two
+  // power-of-two ones) on the same statistics and keeps the best; the winner's evaluation is the
+  // full INT8 baseline, so one evaluation more than a pinned start.
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.search.calib_method.reset();
+  const ExploreResult r = explore(p);
+  EXPECT_TRUE(r.calib_method == CalibMethod::kPowerOfTwoMinMse || r.calib_method == CalibMethod::kPowerOfTwoNonOverflow);
+  EXPECT_EQ(r.evaluations, 4u);  // 2 methods, full BF16, 1 step
+  EXPECT_EQ(load_config(r.final_config_path).extra.calib_method, r.calib_method);
+  p.deployment.device = "cpu";  // the four methods without power-of-two scales
+  p.setup.work_dir = path("work_cpu");
+  EXPECT_EQ(explore(p).evaluations, 6u);
+}
+
+TEST_F(ExploreTest, CostSearchFindsTheCheapestPassingAssignmentAndWritesTheCurve) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(two_sensitive_layers_model(), p.setup.model_path);
+  p.search.search = SearchMode::kCost;
+  p.search.bf16_budget = 1.0;
+  const ExploreResult r = explore(p);
+  EXPECT_TRUE(r.final_verdict.pass) << r.stop_reason;
+  const std::set<std::string> lifted(r.lifted_layers.begin(), r.lifted_layers.end());
+  EXPECT_TRUE(lifted.count("mix_1") && lifted.count("mix_2"));
+  // No dearer than bisection's fewest layers: on this 4-wide toy the Adds have no MACs, so
+  // keeping them lifted next to the lifted MatMuls saves the boundaries INT8 Adds would add.
+  ExploreParams fewest = p;
+  fewest.search.search = SearchMode::kBisection;
+  fewest.setup.work_dir = path("work_bisection");
+  const ExploreResult bisection = explore(fewest);
+  EXPECT_LE(r.final_time_vs_bf16, bisection.final_time_vs_bf16);
+  // G candidates measured, then a few moves: within G + 2 log2 G + 5 with the two baselines.
+  const size_t g = r.compute_layers;
+  EXPECT_LE(r.evaluations, g + 2 * static_cast<size_t>(std::ceil(std::log2(static_cast<double>(g)))) + 5);
+  EXPECT_EQ(r.steps.front().decision, Decision::kMeasured);
+  const auto curve = nlohmann::json::parse(file(path("work/pareto.json")));
+  ASSERT_FALSE(curve["points"].empty());
+  double previous_time = -1, previous_objective = -1e300;
+  for (const auto& point : curve["points"]) {  // cheapest first, each better than the cheaper ones
+    EXPECT_GT(point["time_vs_bf16"].get<double>(), previous_time);
+    EXPECT_GT(point["objective"].get<double>(), previous_objective);
+    previous_time = point["time_vs_bf16"].get<double>();
+    previous_objective = point["objective"].get<double>();
+    EXPECT_TRUE(fs::exists(path("work/" + point["config"].get<std::string>())));
+  }
+  // The answer is on the curve: nothing evaluated that meets the criterion is cheaper.
+  for (const auto& point : curve["points"]) {
+    if (point["meets"].get<bool>()) {
+      EXPECT_GE(point["time_vs_bf16"].get<double>(), r.final_time_vs_bf16 - 1e-12);
+    }
+  }
 }
 
 TEST_F(ExploreTest, WorkDirHoldsLedgerAndAReproducibleConfig) {
@@ -259,7 +319,14 @@ TEST_F(ExploreTest, LiftsToFp16WhereTheDeviceRunsIt) {
   const ExploreResult r = explore(p);
   EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
   EXPECT_TRUE(r.final_verdict.pass);
-  EXPECT_LT(r.final_time_vs_bf16, 1.0);  // int8 layers run at twice bf16's rate on ve2
+  EXPECT_LT(r.int8_time_vs_bf16, 1.0);  // int8 layers run at twice bf16's rate on ve2
+  // FP16 runs at BF16's rate on ve2: the same assignment costs the same. (On this 4-wide toy
+  // the two INT8/FP16 boundaries around "mix" cost more than its MACs: 2.75x full BF16.)
+  ExploreParams bf16 = p;
+  bf16.search.lift = "BF16";
+  bf16.setup.work_dir = path("work_bf16");
+  EXPECT_DOUBLE_EQ(r.final_time_vs_bf16, explore(bf16).final_time_vs_bf16);
+  EXPECT_EQ(r.final_transitions, 2u);
   p.search.lift = "XINT8";
   EXPECT_THROW(explore(p), Error);
 }

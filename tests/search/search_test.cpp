@@ -2,8 +2,10 @@
 // planted, so each decision can be worked out by hand; and the ledger replay in front of it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@ class PlantedEvaluator : public Evaluator {
   struct Layer {
     int output;
     double noise;
+    double macs = 1;  // cost: a lifted layer runs at BF16 speed, an INT8 one at twice it
   };
   PlantedEvaluator(std::map<std::string, Layer> layers, int outputs, double pass_db)
       : layers_(std::move(layers)), outputs_(outputs), pass_db_(pass_db) {}
@@ -31,7 +34,7 @@ class PlantedEvaluator : public Evaluator {
 
   Score evaluate(const std::set<std::string>& lifted, const std::string& label) override {
     labels.push_back(label);
-    std::vector<double> noise(static_cast<size_t>(outputs_), 0.0);
+    std::vector<double> noise(static_cast<size_t>(outputs_), floor);
     for (const auto& [name, layer] : layers_) {
       if (!lifted.count(name)) noise[static_cast<size_t>(layer.output)] += layer.noise;
     }
@@ -42,10 +45,54 @@ class PlantedEvaluator : public Evaluator {
     s.psnr_db = worst;
     s.pass_rate = 1;
     s.pass = worst >= pass_db_;
+    const Cost c = cost(lifted);
+    s.time_vs_bf16 = c.time_vs_bf16;
+    s.transitions = c.transitions;
     return s;
   }
 
+  // Expected time relative to every layer in BF16: INT8 layers at twice the speed. Layers form
+  // a chain in name order; a boundary between neighbours on different sides costs `boundary`.
+  Cost cost(const std::set<std::string>& lifted) const override {
+    double time = 0, bf16 = 0;
+    for (const auto& [name, layer] : layers_) {
+      time += lifted.count(name) ? layer.macs : layer.macs / 2;
+      bf16 += layer.macs;
+    }
+    size_t transitions = 0;
+    std::optional<bool> previous;
+    for (const auto& [name, layer] : layers_) {
+      const bool side = lifted.count(name) > 0;
+      if (previous && *previous != side) ++transitions;
+      previous = side;
+    }
+    return {(time + boundary * static_cast<double>(transitions)) / bf16, transitions};
+  }
+
+  std::vector<std::set<std::string>> islands(const std::set<std::string>& lifted) const override {
+    std::vector<std::set<std::string>> out;
+    std::optional<bool> previous;
+    for (const auto& [name, layer] : layers_) {
+      const bool side = lifted.count(name) > 0;
+      if (!previous || *previous != side) out.emplace_back();
+      out.back().insert(name);
+      previous = side;
+    }
+    return out;
+  }
+
+  // The layers form one chain in name order.
+  std::vector<std::vector<std::string>> chains() const override {
+    std::vector<std::string> chain;
+    for (const auto& [name, layer] : layers_) chain.push_back(name);
+    return {chain};
+  }
+
   std::vector<std::string> labels;  // every trial asked for, in order
+  double boundary = 0;              // cost of one boundary, in the unit of `macs`
+  // Noise every output has whatever is lifted (BF16's own rounding): 1e-6 puts the full lift at
+  // 60 dB, where a layer adding 1e-12 changes the objective by ~4e-6 dB (below min_gain).
+  double floor = 0;
 
  private:
   std::map<std::string, Layer> layers_;
@@ -56,9 +103,13 @@ class PlantedEvaluator : public Evaluator {
 // Records what the search reports.
 class Recorder : public SearchObserver {
  public:
-  void on_step(const ExploreStep& step, const Score&) override { steps.push_back(step); }
+  void on_step(const ExploreStep& step, const Score&, const std::set<std::string>& lifted) override {
+    steps.push_back(step);
+    trials.push_back(lifted);
+  }
   void on_best(const std::set<std::string>& lifted, const Score&) override { bests.push_back(lifted); }
   std::vector<ExploreStep> steps;
+  std::vector<std::set<std::string>> trials;
   std::vector<std::set<std::string>> bests;
 };
 
@@ -198,6 +249,115 @@ TEST(BisectionSearch, TheBudgetItselfMissing) {
   EXPECT_EQ(rec.steps[0].decision, Decision::kMisses);
   EXPECT_NE(out.stop_reason.find("still miss"), std::string::npos) << out.stop_reason;
   EXPECT_EQ(out.lifted, (std::set<std::string>{"a"}));  // better than full INT8: the best so far
+}
+
+// The cost search from the full lift: G + 2 log2 G + 5 evaluations at most, baselines included.
+size_t evaluation_bound(size_t g) { return g + 2 * static_cast<size_t>(std::ceil(std::log2(static_cast<double>(g)))) + 5; }
+
+TEST(CostSearch, FindsInteractingLayersThatAreEachUselessAlone) {
+  // "a" and "b" each feed one of two outputs; the worst output decides. Lifting either alone
+  // from full INT8 changes nothing (the other output stays worst), so SPEC's greedy skips both
+  // and gains nothing; demoting either from the full lift costs ~170 dB, so the cost search
+  // keeps both lifted and demotes the three harmless layers.
+  PlantedEvaluator fake({{"a", {0, 1e-2}}, {"b", {1, 1e-2}}, {"c", {0, 1e-12}}, {"d", {1, 1e-12}}, {"e", {0, 0}}}, 2, 40.0);
+  fake.floor = 1e-6;
+  const std::vector<std::string> candidates = {"a", "b", "c", "d", "e"};
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({candidates.begin(), candidates.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = cost_search(candidates, start, all, limits(5), fake, rec);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"a", "b"})) << out.stop_reason;
+  EXPECT_TRUE(out.best.pass);
+  EXPECT_LE(fake.labels.size(), evaluation_bound(5));
+
+  Recorder greedy_rec;
+  const SearchOutcome spec = greedy({"a", "b", "c", "d", "e"}, start, limits(5), fake, greedy_rec);
+  EXPECT_FALSE(spec.best.pass);  // SPEC's greedy: "a" then "b" alone gain nothing, both skipped
+}
+
+TEST(CostSearch, ACheapGroupBeatsAnExpensiveSingleLayer) {
+  // Full INT8: noise 1e-3 (x) + 5e-4 (g1) + 5e-4 (g2) = 2e-3, 27 dB; the criterion is 30 dB
+  // (noise <= 1e-3). Lifting "x" alone meets it, and so does lifting g1 and g2; x has 100x
+  // their MACs, so the cheapest answer keeps the group lifted and x in INT8.
+  PlantedEvaluator fake({{"g1", {0, 5e-4, 1}}, {"g2", {0, 5e-4, 1}}, {"x", {0, 1e-3 - 1e-6, 100}}}, 1, 30.0);
+  fake.floor = 1e-6;
+  const std::vector<std::string> candidates = {"g1", "g2", "x"};
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({candidates.begin(), candidates.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = cost_search(candidates, start, all, limits(3), fake, rec);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"g1", "g2"})) << out.stop_reason;
+  // Expected time: g1, g2 in BF16 (2) and x in INT8 (50) of 102 in full BF16.
+  EXPECT_NEAR(out.best.time_vs_bf16, 52.0 / 102.0, 1e-12);
+  EXPECT_LE(fake.labels.size(), evaluation_bound(3));
+}
+
+TEST(CostSearch, AMissAtTheBisectionBoundaryDoesNotStopTheDemotions) {
+  // "big" saves the most time per dB lost, so its demotion comes first in the order, but alone
+  // it breaks the criterion (1e-4 of noise: 40 dB < 45): the demotion prefix curve misses from
+  // its first point on. "small" adds 1e-7 (still 59 dB): the refinement past the boundary
+  // demotes it anyway.
+  PlantedEvaluator fake({{"big", {0, 1e-4, 100}}, {"small", {0, 1e-7, 1}}}, 1, 45.0);
+  fake.floor = 1e-6;
+  const std::vector<std::string> candidates = {"big", "small"};
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({candidates.begin(), candidates.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = cost_search(candidates, start, all, limits(2), fake, rec);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"big"})) << out.stop_reason;
+  EXPECT_TRUE(out.best.pass);
+  const auto refined = std::find_if(rec.steps.begin(), rec.steps.end(),
+                                    [](const ExploreStep& s) { return s.layer == "also demote small"; });
+  ASSERT_NE(refined, rec.steps.end());
+  EXPECT_EQ(refined->decision, Decision::kAccepted);
+  EXPECT_LE(fake.labels.size(), evaluation_bound(2));
+}
+
+TEST(CostSearch, NeighboursAreDemotedTogetherWhereTheirBoundariesCostMoreThanOneSaves) {
+  // A chain a-b-c-d-e; "c" must stay lifted. Boundaries are expensive (3 MAC units): demoting
+  // "a" alone saves 2 (4 MACs at twice the speed) but adds a boundary, so no single demotion
+  // pays; demoting the runs a-b and d-e saves 4 each for one boundary each. Full lift: 17;
+  // answer: 2 + 2 + 1 + 2 + 2 + 2 boundaries x 3 = 15.
+  PlantedEvaluator fake({{"a", {0, 1e-12, 4}}, {"b", {0, 1e-12, 4}}, {"c", {0, 1e-2, 1}}, {"d", {0, 1e-12, 4}},
+                         {"e", {0, 1e-12, 4}}},
+                        1, 40.0);
+  fake.boundary = 3;
+  fake.floor = 1e-6;
+  const std::vector<std::string> candidates = {"a", "b", "c", "d", "e"};
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({candidates.begin(), candidates.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = cost_search(candidates, start, all, limits(5), fake, rec);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"c"})) << out.stop_reason;
+  EXPECT_NEAR(out.best.time_vs_bf16, 15.0 / 17.0, 1e-12);
+  EXPECT_EQ(out.best.transitions, 2u);
+}
+
+TEST(CostSearch, SmallLiftedIslandsLeftBetweenInt8RegionsAreDemotedWhenThatSavesTime) {
+  // "mid" costs nothing to compute (an elementwise op) but sits between two demoted layers:
+  // lifted alone it is an island with two boundaries. The island pass demotes it.
+  PlantedEvaluator fake({{"a", {0, 1e-12, 10}}, {"b", {0, 1e-2, 1}}, {"mid", {0, 1e-12, 0}}, {"z", {0, 1e-12, 10}}},
+                        1, 40.0);
+  fake.boundary = 1;
+  fake.floor = 1e-6;
+  const std::vector<std::string> candidates = {"a", "b", "mid", "z"};
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({candidates.begin(), candidates.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome out = cost_search(candidates, start, all, limits(4), fake, rec);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"b"})) << out.stop_reason;
+  EXPECT_LE(fake.labels.size(), evaluation_bound(4));
+}
+
+TEST(ParetoFront, KeepsThePointsNothingBeatsOnTimeAndObjective) {
+  const std::vector<ParetoPoint> points = {
+      {.step = 1, .time_vs_bf16 = 0.5, .objective = 20}, {.step = 2, .time_vs_bf16 = 0.6, .objective = 25},
+      {.step = 3, .time_vs_bf16 = 0.7, .objective = 24}, {.step = 4, .time_vs_bf16 = 0.9, .objective = 31},
+      {.step = 5, .time_vs_bf16 = 0.5, .objective = 19}, {.step = 6, .time_vs_bf16 = 0.6, .objective = 25}};
+  const std::vector<ParetoPoint> front = pareto_front(points);
+  std::vector<size_t> steps;
+  for (const auto& p : front) steps.push_back(p.step);
+  EXPECT_EQ(steps, (std::vector<size_t>{1, 2, 4}));  // 3 is beaten by 2; 5 by 1; 6 ties 2, the earlier stays
 }
 
 TEST(LedgerReplayTest, AnswersFromTheLedgerThenFromTheLiveEvaluatorAfterItsEndHook) {
