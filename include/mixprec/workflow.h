@@ -46,6 +46,14 @@ struct Recommendation {
   std::string reason;          // in words, with the numbers behind it
 };
 
+// How long an exploration from the INT8 row would take (the Vitis AI workflow asks the dry run):
+// the evaluations each search mode spends at most, times the INT8 row's measured seconds.
+struct ExploreEstimate {
+  std::string search;          // "greedy", "bisection", "cost"
+  size_t evaluations = 0;      // at most (defaults: layer-error ranking, budget 0.3; cost: budget 1)
+  double seconds = 0;
+};
+
 struct DryRunReport {
   TaskInference task;
   std::string device;
@@ -55,6 +63,9 @@ struct DryRunReport {
   double reference_seconds = 0;    // the FP32 pass
   std::vector<DryRunRow> rows;
   Recommendation recommendation;
+  size_t candidates = 0;               // layers the INT8 row puts in integer formats
+  double seconds_per_evaluation = 0;   // the INT8 row's rewrite + evaluation
+  std::vector<ExploreEstimate> explore_estimates;
   std::vector<RuntimeTrial> runtimes;  // every runtime tried, failed ones included
   std::vector<std::string> warnings;
 };

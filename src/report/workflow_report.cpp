@@ -53,6 +53,18 @@ std::string dry_run_text(const DryRunReport& report) {
   std::ostringstream out;
   out << preset_results_text(report.task, report.data_description, report.device, report.rows);
   if (!report.rows.empty()) out << "criterion  " << report.rows.front().verdict.criterion << "\n";
+  if (!report.explore_estimates.empty()) {
+    char head[96];
+    std::snprintf(head, sizeof head, "explore    from the INT8 row (%zu candidate layers, %.2f s per evaluation):",
+                  report.candidates, report.seconds_per_evaluation);
+    out << head;
+    for (const auto& e : report.explore_estimates) {
+      char item[96];
+      std::snprintf(item, sizeof item, " %s <= %zu evaluations (~%.0f s)", e.search.c_str(), e.evaluations, e.seconds);
+      out << item;
+    }
+    out << "\n";
+  }
   out << runtime_trials_text(report.runtimes);
   out << "recommendation  " << report.recommendation.action << ": " << report.recommendation.reason << "\n";
   return out.str();
@@ -77,6 +89,12 @@ nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
     j["rows"].push_back(std::move(r));
   }
   j["recommendation"] = {{"action", report.recommendation.action}, {"reason", report.recommendation.reason}};
+  j["candidates"] = report.candidates;
+  j["seconds_per_evaluation"] = report.seconds_per_evaluation;
+  j["explore_estimates"] = nlohmann::ordered_json::array();
+  for (const auto& e : report.explore_estimates) {
+    j["explore_estimates"].push_back({{"search", e.search}, {"evaluations", e.evaluations}, {"seconds", e.seconds}});
+  }
   j["runtimes"] = nlohmann::ordered_json::array();
   for (const auto& trial : report.runtimes) {
     j["runtimes"].push_back({{"runtime", trial.runtime}, {"model", trial.model}, {"ok", trial.ok}, {"detail", trial.detail}});

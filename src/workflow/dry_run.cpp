@@ -4,6 +4,8 @@
 //   both fail -> the model needs looser tolerances or other changes.
 // Every row is evaluated on CPU whatever the device (every format is CPU-evaluable); the device
 // decides which rows may be recommended.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "mixprec/devices.h"
@@ -64,6 +66,29 @@ Recommendation recommend(const DryRunReport& report, const std::string& int8_pre
   return {"rethink", reason + alternatives + "; otherwise loosen the tolerances or the target, or change the model"};
 }
 
+// The evaluations each search spends at most, from G candidates: two baselines (full INT8, full
+// lift), the start's calibration methods beyond the first, then layer-error's two passes and
+// greedy's min(50, G) steps or bisection's log2(0.3 G) + 1; the cost search's G + 2 log2 G + 3.
+std::vector<ExploreEstimate> explore_estimates(size_t g, const DryRunRow& int8, const DeviceProfile& device) {
+  const auto ceil_log2 = [](size_t n) {
+    return static_cast<size_t>(std::ceil(std::log2(static_cast<double>(std::max<size_t>(2, n)))));
+  };
+  size_t methods = 0;
+  for (const auto& method : all_calib_methods()) methods += method.power_of_two == device.requires_power_of_two ? 1 : 0;
+  const size_t fixed = 2 + (methods > 0 ? methods - 1 : 0);
+  const size_t budget = std::max<size_t>(1, static_cast<size_t>(0.3 * static_cast<double>(g)));
+  const std::vector<std::pair<const char*, size_t>> counts = {
+      {"greedy", fixed + 2 + std::min<size_t>(50, g)},
+      {"bisection", fixed + 2 + ceil_log2(budget) + 1},
+      {"cost", fixed + g + 2 * ceil_log2(g) + 3},
+  };
+  std::vector<ExploreEstimate> estimates;
+  for (const auto& [search, evaluations] : counts) {
+    estimates.push_back({search, evaluations, static_cast<double>(evaluations) * int8.seconds});
+  }
+  return estimates;
+}
+
 }  // namespace
 
 DryRunReport dry_run(const DryRunParams& params) {
@@ -94,6 +119,9 @@ DryRunReport dry_run(const DryRunParams& params) {
     report.rows.push_back(std::move(row));
   }
   report.recommendation = recommend(report, int8_preset);
+  report.candidates = bench.integer_layers(int8).size();
+  report.seconds_per_evaluation = find_row(report, int8_preset)->seconds;
+  report.explore_estimates = explore_estimates(report.candidates, *find_row(report, int8_preset), device);
   report.warnings = warnings.warnings();
   return report;
 }
