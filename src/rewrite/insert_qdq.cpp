@@ -49,8 +49,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "config/op_rules.h"
+#include "config/element_types.h"
 #include "ir/graph_view.h"
+#include "ir/op_traits.h"
 #include "mixprec/error.h"
 #include "mixprec/formats.h"
 #include "mixprec/tensor_proto.h"
@@ -72,38 +73,25 @@ struct ResolvedSpec {
   bool is_integer() const { return format_traits(format).is_integer; }
 };
 
-// The per-channel axis of a weight when the spec does not name one: the output channels.
-int64_t default_weight_axis(const onnx::NodeProto& node, const onnx::TensorProto& weight) {
-  if (node.op_type() == "ConvTranspose") return 1;  // W is [C_in, C_out / group, k...]
-  if (node.op_type() == "Gemm") {
-    for (const auto& attr : node.attribute()) {
-      if (attr.name() == "transB" && attr.i() != 0) return 0;  // B is [N, K]
-    }
-    return 1;  // B is [K, N]
-  }
-  if (node.op_type() == "MatMul") return weight.dims_size() - 1;  // B is [..., K, N]
-  return 0;                                                         // Conv: W is [C_out, ...]
-}
-
 std::string cast_suffix(FormatId format) { return format == FormatId::kBFloat16 ? "_bf16" : "_fp16"; }
 
-// OrtCpuFusion tables, from ONNX Runtime's CPU QDQ selectors (qdq_selector_action_transformer).
-// Ops that become an integer kernel when their output goes through a Q.
-constexpr std::string_view kOutputQuantizedOps[] = {
-    "Conv", "MatMul", "Gemm", "Add", "Mul", "Concat", "AveragePool", "GlobalAveragePool", "Sigmoid", "LeakyRelu",
-};
-// Activations folded into the group before them when the Q after them makes them redundant.
-constexpr std::string_view kFoldedActivations[] = {"Relu", "Clip"};
-// Data movement run on the codes when the DQ before and the Q after share scale and zero point
-// (input 0 is the data).
-constexpr std::string_view kCodePreservingOps[] = {
-    "MaxPool", "Resize", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze",
-    "Slice", "Expand", "Tile", "Gather", "GatherElements",
-};
+using ir::OrtFusionGroup;
 
-bool is_one_of(const onnx::NodeProto& node, std::span<const std::string_view> op_types) {
-  return (node.domain().empty() || node.domain() == "ai.onnx") &&
-         std::ranges::find(op_types, std::string_view(node.op_type())) != op_types.end();
+// OrtCpuFusion: the groups whose op becomes an integer kernel when its output goes through a Q.
+bool quantizes_output(const onnx::NodeProto& node) {
+  switch (ir::op_traits(node).ort_fusion) {
+    case OrtFusionGroup::kConv: case OrtFusionGroup::kMatMul: case OrtFusionGroup::kGemm:
+    case OrtFusionGroup::kBinary: case OrtFusionGroup::kVariadic: case OrtFusionGroup::kUnary:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool in_group(const onnx::NodeProto& node, OrtFusionGroup group) { return ir::op_traits(node).ort_fusion == group; }
+
+bool is_op(const onnx::NodeProto& node, std::string_view op_type) {
+  return ir::is_default_domain(node.domain()) && node.op_type() == op_type;
 }
 
 class Inserter {
@@ -179,7 +167,7 @@ class Inserter {
     if (options_.ort_cpu_fusion && node.output_size() >= 1 && is_float_tensor(node.output(0))) {
       if (const auto closing = group_closers_.find(node.name()); closing != group_closers_.end()) {
         quantize_output(node, 0, resolve_activation(node.output(0), closing->second), &after);
-      } else if (is_one_of(node, kCodePreservingOps) && node.input_size() >= 1) {
+      } else if (in_group(node, OrtFusionGroup::kDropQdq) && node.input_size() >= 1) {
         if (const auto input = quantized_outputs_.find(node.input(0)); input != quantized_outputs_.end()) {
           quantize_output(node, 0, input->second, &after);
         }
@@ -206,7 +194,7 @@ class Inserter {
     const auto it = consumers_.find(output);
     if (it == consumers_.end() || it->second.size() != 1) return std::nullopt;
     const onnx::NodeProto& consumer = *it->second.front();
-    if (!is_one_of(consumer, kFoldedActivations) || integer_config(consumer) != nullptr) return std::nullopt;
+    if (!in_group(consumer, OrtFusionGroup::kQuantizeClamp) || integer_config(consumer) != nullptr) return std::nullopt;
     if (consumer.output_size() < 1 || !is_float_tensor(consumer.output(0))) return std::nullopt;
     return consumer.name();
   }
@@ -214,7 +202,7 @@ class Inserter {
   // OrtCpuFusion: a Div by a float constant (no zero, no Inf/NaN) becomes a Mul by the
   // reciprocal, which ONNX Runtime fuses (QLinearMul).
   void divide_by_multiplying(onnx::NodeProto& node) {
-    if (!is_one_of(node, std::array<std::string_view, 1>{"Div"}) || node.input_size() != 2) return;
+    if (!is_op(node, "Div") || node.input_size() != 2) return;
     if (!is_float_initializer(node, 1)) return;
     const Tensor divisor = tensor_from_proto(initializers_.at(node.input(1)), label_);
     std::vector<float> reciprocal = divisor.to_floats();
@@ -271,7 +259,7 @@ class Inserter {
   // a DequantizeLinear of the activation's codes at the scaled scale (see the header comment).
   // False (nothing emitted) when the node does not qualify.
   bool absorb_scale(const onnx::NodeProto& node, const LayerConfig& config) {
-    if (!is_one_of(node, std::array<std::string_view, 1>{"Mul"}) || node.input_size() != 2 || node.output_size() != 1) {
+    if (!is_op(node, "Mul") || node.input_size() != 2 || node.output_size() != 1) {
       return false;
     }
     if (config.output_tensors || !config.input_tensors) return false;
@@ -304,9 +292,9 @@ class Inserter {
     const bool fuse = options_.ort_cpu_fusion && integer_config(node) != nullptr;
     if (fuse) divide_by_multiplying(node);
     if (fuse && absorb_scale(node, config)) return;
-    const selection::OpRule& rule = selection::op_rule(node.domain(), node.op_type());
-    const int weight_index = is_float_initializer(node, rule.weight_input) ? rule.weight_input : -1;
-    const int bias_index = is_float_initializer(node, rule.bias_input) ? rule.bias_input : -1;
+    const ir::OpTraits& traits = ir::op_traits(node);
+    const int weight_index = is_float_initializer(node, traits.config_weight_input()) ? traits.config_weight_input() : -1;
+    const int bias_index = is_float_initializer(node, traits.config_bias_input()) ? traits.config_bias_input() : -1;
     std::optional<ResolvedSpec> input_spec, weight_spec;
     bool any_integer = false, any_bf16 = false, any_fp16 = false;
     auto note_format = [&](FormatId f) {
@@ -327,7 +315,7 @@ class Inserter {
     }
     if (weight_index >= 0 && config.weight && config.weight->format != FormatId::kFloat32) {
       const onnx::TensorProto& w = initializers_.at(node.input(weight_index));
-      const int64_t axis = config.weight->ch_axis.value_or(default_weight_axis(node, w));
+      const int64_t axis = config.weight->ch_axis.value_or(ir::weight_channel_axis(traits, node, w.dims_size()));
       weight_spec = weight_operand(node, weight_index, *config.weight, axis);
       note_format(weight_spec->format);
     }
@@ -352,7 +340,7 @@ class Inserter {
         emit_pair(pre, spec, output, &after);
         note_format(spec.format);
       }
-    } else if (fuse && is_one_of(node, kOutputQuantizedOps)) {
+    } else if (fuse && quantizes_output(node)) {
       for (int o = 0; o < node.output_size(); ++o) {
         const std::string output = node.output(o);
         if (output.empty() || !is_float_tensor(output)) continue;

@@ -31,8 +31,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "analysis/op_table.h"
 #include "ir/graph_view.h"
+#include "ir/onnx_names.h"
 #include "mixprec/error.h"
 #include "mixprec/tensor.h"
 
@@ -230,7 +230,7 @@ class Adaptation {
   std::string add_float_scalar(float value, int32_t elem_type, std::string_view what) {
     std::optional<TensorProto> scalar = float_scalar(value, elem_type);
     if (!scalar) {
-      malformed(std::string(what) + " needs a floating-point input, not " + analysis::onnx_type_name(elem_type));
+      malformed(std::string(what) + " needs a floating-point input, not " + ir::onnx_type_name(elem_type));
     }
     return add_initializer(std::move(*scalar), what);
   }
@@ -267,7 +267,7 @@ class Adaptation {
     if (const TensorProto* initializer = site_.graph->resolve_initializer(name)) return float_values(*initializer);
     const std::optional<ir::NodeRef> producer = site_.graph->resolve_producer(name);
     if (!producer || producer->node().op_type() != "Constant" ||
-        !analysis::is_default_domain(producer->node().domain())) {
+        !ir::is_default_domain(producer->node().domain())) {
       return std::nullopt;
     }
     const onnx::AttributeProto* value = find_attribute(producer->node(), "value");
@@ -614,7 +614,7 @@ std::vector<ir::NodeRef> match(const ir::GraphView& view, int64_t from, int64_t 
   std::vector<ir::NodeRef> sites;
   for (const ir::NodeRef& ref : view.nested_nodes()) {
     const onnx::NodeProto& node = ref.node();
-    if (analysis::is_default_domain(node.domain()) && next_change(node.op_type(), from, target) != nullptr) {
+    if (ir::is_default_domain(node.domain()) && next_change(node.op_type(), from, target) != nullptr) {
       sites.push_back(ref);
     }
   }
@@ -676,7 +676,7 @@ void apply(UpgradePlan& plan, onnx::GraphProto& graph) {
 int default_opset_index(const onnx::ModelProto& model, const std::string& label) {
   std::optional<int> index;
   for (int i = 0; i < model.opset_import_size(); ++i) {
-    if (!analysis::is_default_domain(model.opset_import(i).domain())) continue;
+    if (!ir::is_default_domain(model.opset_import(i).domain())) continue;
     if (index) throw_bad_input(label, "the model imports the default ONNX domain twice");
     index = i;
   }
