@@ -12,6 +12,7 @@
 #include "config/element_types.h"
 #include "config/node_pattern.h"
 #include "ir/graph_view.h"
+#include "ir/node_builder.h"
 #include "ir/op_traits.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
@@ -42,25 +43,16 @@ std::vector<const onnx::GraphProto*> graphs_in_naming_order(const onnx::GraphPro
 
 // The name of every node of `graphs` (in order) once ensure_node_names has run.
 std::vector<std::string> planned_node_names(const std::vector<const onnx::GraphProto*>& graphs) {
-  std::unordered_set<std::string> used;
+  // Only node names are taken: a node may share its name with a tensor.
+  ir::NameAllocator allocator;
   for (const onnx::GraphProto* graph : graphs) {
-    for (const onnx::NodeProto& node : graph->node()) {
-      if (!node.name().empty()) used.insert(node.name());
-    }
+    for (const onnx::NodeProto& node : graph->node()) allocator.reserve(node.name());
   }
   std::vector<std::string> names;
   for (const onnx::GraphProto* graph : graphs) {
     for (int index = 0; index < graph->node_size(); ++index) {
       const onnx::NodeProto& node = graph->node(index);
-      if (!node.name().empty()) {
-        names.push_back(node.name());
-        continue;
-      }
-      const std::string base = node.op_type() + "_" + std::to_string(index);
-      std::string name = base;
-      for (int suffix = 1; used.contains(name); ++suffix) name = base + "_" + std::to_string(suffix);
-      used.insert(name);
-      names.push_back(std::move(name));
+      names.push_back(node.name().empty() ? allocator.fresh(node.op_type() + "_" + std::to_string(index)) : node.name());
     }
   }
   return names;

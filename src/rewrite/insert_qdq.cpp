@@ -51,6 +51,7 @@
 
 #include "config/element_types.h"
 #include "ir/graph_view.h"
+#include "ir/node_builder.h"
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
 #include "mixprec/formats.h"
@@ -280,8 +281,10 @@ class Inserter {
     ResolvedSpec scaled = spec;
     scaled.params.scale[0] *= factor;
     const auto [scale, zero_point] = add_params(node.output(0), spec.format, scaled.params);
-    *graph_.add_node() = make_node("DequantizeLinear", {codes->second, scale, zero_point}, {node.output(0)},
-                                   names_.fresh(node.name() + "_absorbed_DequantizeLinear"));
+    *graph_.add_node() = ir::make_node({.op_type = "DequantizeLinear",
+                                        .name = names_.fresh(node.name() + "_absorbed_DequantizeLinear"),
+                                        .inputs = {codes->second, scale, zero_point},
+                                        .outputs = {node.output(0)}});
     codes_of_.emplace(node.output(0), codes->second);
     quantized_outputs_.emplace(node.output(0), scaled);
     ++summary_.quantized_nodes;
@@ -399,17 +402,24 @@ class Inserter {
     const auto [scale, zero_point] = add_params(in, spec.format, spec.params);
     const std::string q = names_.fresh(in + "_q");
     codes_of_.emplace(out, q);
-    nodes->push_back(make_node("QuantizeLinear", {in, scale, zero_point}, {q}, names_.fresh(in + "_QuantizeLinear")));
-    nodes->push_back(
-        make_node("DequantizeLinear", {q, scale, zero_point}, {out}, names_.fresh(in + "_DequantizeLinear")));
+    nodes->push_back(ir::make_node({.op_type = "QuantizeLinear",
+                                    .name = names_.fresh(in + "_QuantizeLinear"),
+                                    .inputs = {in, scale, zero_point},
+                                    .outputs = {q}}));
+    nodes->push_back(ir::make_node({.op_type = "DequantizeLinear",
+                                    .name = names_.fresh(in + "_DequantizeLinear"),
+                                    .inputs = {q, scale, zero_point},
+                                    .outputs = {out}}));
     need_opset(std::max(kOpsetPerTensorQdq, format_traits(spec.format).min_opset));
     ++summary_.qdq_pairs;
   }
 
   onnx::NodeProto cast_node(const std::string& in, const std::string& out, int32_t to) {
-    onnx::NodeProto node = make_node("Cast", {in}, {out}, names_.fresh(out + "_Cast"));
-    set_int_attribute(node, "to", to);
-    return node;
+    return ir::make_node({.op_type = "Cast",
+                          .name = names_.fresh(out + "_Cast"),
+                          .inputs = {in},
+                          .outputs = {out},
+                          .attributes = {ir::make_int_attribute("to", to)}});
   }
 
   // Scale and zero-point initializers (scalars per tensor, 1-D per channel).
@@ -507,13 +517,16 @@ class Inserter {
   std::string dequantize_node(const std::string& codes, const std::string& scale, const std::string& zero_point,
                               int64_t axis, const std::string& base) {
     const std::string out = names_.fresh(base + "_dq");
-    onnx::NodeProto dq = make_node("DequantizeLinear", {codes, scale, zero_point}, {out},
-                                   names_.fresh(base + "_DequantizeLinear"));
+    std::vector<onnx::AttributeProto> attributes;
     if (axis >= 0) {
-      set_int_attribute(dq, "axis", axis);
+      attributes.push_back(ir::make_int_attribute("axis", axis));
       need_opset(kOpsetPerChannelQdq);
     }
-    *graph_.add_node() = std::move(dq);
+    *graph_.add_node() = ir::make_node({.op_type = "DequantizeLinear",
+                                        .name = names_.fresh(base + "_DequantizeLinear"),
+                                        .inputs = {codes, scale, zero_point},
+                                        .outputs = {out},
+                                        .attributes = std::move(attributes)});
     return out;
   }
 
@@ -539,7 +552,7 @@ class Inserter {
   const QuantizeOptions& options_;
   const std::string& label_;
   RewriteSummary& summary_;
-  NameAllocator names_;
+  ir::NameAllocator names_;
   std::unordered_map<std::string, onnx::TensorProto> initializers_;  // the original ones
   std::unordered_map<std::string, int32_t> element_types_;           // declared or inferred
   std::map<std::string, TensorStats> constant_stats_;
