@@ -29,10 +29,11 @@
 //     8-bit codes.
 // A pair placed on a tensor replaces the pairs insert_qdq gave its readers in the same format
 // (their Q would requantize the placed DQ's output); a replaced pair's parameters come from
-// the producer's spec, and a reader's int32 bias follows its new input scale.
+// the producer's spec, and a reader's int32 bias is quantized again from the prepared model's
+// float bias at its new input scale.
 //
-// Preconditions: the model is insert_qdq's output for the same assignment, statistics and
-// options; the assignment names every node of the original main graph (assign_layers does),
+// Preconditions: the model is insert_qdq's output of `prepared` for the same assignment,
+// statistics and options; the assignment names every node of the original main graph (assign_layers does),
 // so the nodes it does not name are insert_qdq's; the graph is topologically sorted.
 // Postconditions: outputs keep their names; the RewriteSummary counts the pairs of the final
 // graph (as if they had been placed once).
@@ -94,7 +95,6 @@ struct Reroute {
 struct BiasRescale {
   size_t node = 0;
   float input_scale = 0;  // the new one
-  float old_input_scale = 0;
 };
 
 struct Plan {
@@ -430,7 +430,7 @@ void Matcher::read_placed_pair(MatchState& state, size_t reader, int input, cons
   state.plan.reroutes.push_back({reader, input, pair.source});
   const float old_scale = scalar(node(pair.first).input(1));
   if (input == data_input(reader) && has_int32_bias(reader) && spec.params.scale.at(0) != old_scale) {
-    state.plan.bias_rescales.push_back({reader, spec.params.scale[0], old_scale});
+    state.plan.bias_rescales.push_back({reader, spec.params.scale[0]});
   }
 }
 
@@ -456,8 +456,10 @@ bool Matcher::has_int32_bias(size_t reader) const {
 
 class Applier {
  public:
-  Applier(onnx::ModelProto& model, const ActivationSpecs& specs, const std::string& label, RewriteSummary& summary)
-      : model_(model), graph_(*model.mutable_graph()), specs_(specs), label_(label), summary_(summary) {}
+  Applier(onnx::ModelProto& model, const onnx::ModelProto& prepared, const ActivationSpecs& specs,
+          const std::string& label, RewriteSummary& summary)
+      : model_(model), graph_(*model.mutable_graph()), prepared_(prepared), specs_(specs), label_(label),
+        summary_(summary) {}
 
   // Returns the default-domain opset the new nodes need.
   int64_t apply(const Plan& plan) {
@@ -536,36 +538,38 @@ class Applier {
     for (auto& a : after) *graph_.add_node() = std::move(a);
   }
 
-  // Re-expresses the int32 bias codes of `n` at the new input scale: b = q x s_old x s_w is
-  // requantized at s_new x s_w (within one code of quantizing the float bias there).
+  // Quantizes the float bias of `n` again, at the new input scale x the weight scales.
   void rescale_bias(const onnx::NodeProto& n, const BiasRescale& rescale) {
     const ir::OpTraits& traits = ir::op_traits(n);
-    const onnx::NodeProto& bias_dq = producer_node(n.input(traits.config_bias_input()));
-    const onnx::NodeProto& weight_dq = producer_node(n.input(traits.config_weight_input()));
+    const onnx::NodeProto& bias_dq = producer_node(graph_, n.input(traits.config_bias_input()));
+    const onnx::NodeProto& weight_dq = producer_node(graph_, n.input(traits.config_weight_input()));
     onnx::TensorProto& codes = mutable_initializer(bias_dq.input(0));
     onnx::TensorProto& scale = mutable_initializer(bias_dq.input(1));
-    const std::vector<float> weight_scales =
-        tensor_from_proto(*specs_.initializer(weight_dq.input(1)), label_).to_floats();
-    const Tensor old_codes = tensor_from_proto(codes, label_);
-    std::vector<float> bias = old_codes.to_floats();
-    std::vector<float> scales;
-    for (float ws : weight_scales) scales.push_back(rescale.input_scale * ws);
-    for (size_t i = 0; i < bias.size(); ++i) {
-      bias[i] *= rescale.old_input_scale * weight_scales[weight_scales.size() == 1 ? 0 : i];
-    }
-    const Tensor b = Tensor::from_floats(old_codes.shape(), bias);
-    codes = tensor_to_proto(quantize_bias(b, scales), codes.name());
+    std::vector<float> scales = tensor_from_proto(*specs_.initializer(weight_dq.input(1)), label_).to_floats();
+    for (float& s : scales) s = rescale.input_scale * s;
+    codes = tensor_to_proto(quantize_bias(float_bias(n, traits.config_bias_input()), scales), codes.name());
     const Shape scale_shape(scale.dims().begin(), scale.dims().end());
     scale = tensor_to_proto(Tensor::from_floats(scale_shape, scales), scale.name());
   }
 
-  const onnx::NodeProto& producer_node(const std::string& tensor) const {
-    for (const onnx::NodeProto& n : graph_.node()) {
+  // The float bias input `index` of `n` read in the model insert_qdq quantized.
+  Tensor float_bias(const onnx::NodeProto& n, int index) const {
+    for (const onnx::NodeProto& original : prepared_.graph().node()) {
+      if (original.name() != n.name()) continue;
+      for (const onnx::TensorProto& init : prepared_.graph().initializer()) {
+        if (init.name() == original.input(index)) return tensor_from_proto(init, label_);
+      }
+    }
+    throw Error(ErrorKind::kInternal, label_, "no float bias of '" + n.name() + "' in the prepared model");
+  }
+
+  static const onnx::NodeProto& producer_node(const onnx::GraphProto& graph, const std::string& tensor) {
+    for (const onnx::NodeProto& n : graph.node()) {
       for (const std::string& output : n.output()) {
         if (output == tensor) return n;
       }
     }
-    throw Error(ErrorKind::kInternal, label_, "no producer of '" + tensor + "'");
+    throw Error(ErrorKind::kInternal, "", "no producer of '" + tensor + "'");
   }
 
   onnx::TensorProto& mutable_initializer(const std::string& name) {
@@ -598,6 +602,7 @@ class Applier {
 
   onnx::ModelProto& model_;
   onnx::GraphProto& graph_;
+  const onnx::ModelProto& prepared_;
   const ActivationSpecs& specs_;
   const std::string& label_;
   RewriteSummary& summary_;
@@ -607,12 +612,12 @@ class Applier {
 
 }  // namespace
 
-int64_t place_for_ort_fusion(onnx::ModelProto& model, const std::vector<NodeAssignment>& assignment,
-                             const CalibrationStats& stats, const QuantizeOptions& options, const std::string& label,
-                             RewriteSummary& summary) {
+int64_t place_for_ort_fusion(onnx::ModelProto& model, const onnx::ModelProto& prepared,
+                             const std::vector<NodeAssignment>& assignment, const CalibrationStats& stats,
+                             const QuantizeOptions& options, const std::string& label, RewriteSummary& summary) {
   const ActivationSpecs specs(model.graph(), stats, options, label);
   const Plan plan = Matcher(model.graph(), assignment, specs, label).match();
-  return Applier(model, specs, label, summary).apply(plan);
+  return Applier(model, prepared, specs, label, summary).apply(plan);
 }
 
 }  // namespace mixprec::rewrite

@@ -51,7 +51,7 @@ onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vec
   s.opset_from = rewrite::default_opset(out);
   int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
   if (options.ort_cpu_fusion) {
-    needed = std::max(needed, rewrite::place_for_ort_fusion(out, assignment, stats, options, label, s));
+    needed = std::max(needed, rewrite::place_for_ort_fusion(out, prepared, assignment, stats, options, label, s));
   }
   const OpsetUpgradeResult upgrade = upgrade_opset(out, std::max(needed, s.opset_from), label, rank_of);
   s.opset_to = rewrite::default_opset(out);

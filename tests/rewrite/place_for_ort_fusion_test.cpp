@@ -126,7 +126,8 @@ TEST(PlaceForOrtFusionTest, InsertThenPlaceGivesWhatTheCombinedPassGave) {
   onnx::ModelProto model = in.prepared;
   RewriteSummary summary;
   const int64_t inserted_opset = rewrite::insert_qdq(model, in.assignment, in.stats, in.options, kLabel, summary);
-  const int64_t placed_opset = rewrite::place_for_ort_fusion(model, in.assignment, in.stats, in.options, kLabel, summary);
+  const int64_t placed_opset =
+      rewrite::place_for_ort_fusion(model, in.prepared, in.assignment, in.stats, in.options, kLabel, summary);
   EXPECT_LE(placed_opset, inserted_opset);  // the same formats as the pairs insert_qdq wrote
   EXPECT_EQ(op_counts(model), kCombinedOpCounts);
   EXPECT_EQ(summary.qdq_pairs, kCombinedQdqPairs);
@@ -182,9 +183,22 @@ TEST(PlaceForOrtFusionTest, AReaderWithAnotherSpecReadsTheSharedPairAndItsBiasFo
     return std::vector<float>{};
   };
   const std::vector<float> weight_scales = floats_of(producer_of(model, c2->input(1))->input(1));
-  const std::vector<float> bias_scales = floats_of(producer_of(model, c2->input(2))->input(1));
+  const onnx::NodeProto* bias_dq = producer_of(model, c2->input(2));
+  const std::vector<float> bias_scales = floats_of(bias_dq->input(1));
+  const std::vector<float> bias_codes = floats_of(bias_dq->input(0));
+  std::vector<float> bias;
+  for (const auto& init : in.prepared.graph().initializer()) {
+    if (init.name() == "b2") bias = tensor_from_proto(init, kLabel).to_floats();
+  }
   ASSERT_EQ(bias_scales.size(), weight_scales.size());
-  for (size_t k = 0; k < bias_scales.size(); ++k) EXPECT_FLOAT_EQ(bias_scales[k], input_scale * weight_scales[k]) << k;
+  ASSERT_EQ(bias_codes.size(), bias.size());
+  // Quantized from the float bias at the new scale: rounding to nearest is half a step off at
+  // most (the float products of the check add a few ulps).
+  constexpr float kHalfStepAndUlps = 0.5f + 1e-5f;
+  for (size_t k = 0; k < bias_scales.size(); ++k) {
+    EXPECT_FLOAT_EQ(bias_scales[k], input_scale * weight_scales[k]) << k;
+    EXPECT_LE(std::fabs(bias_codes[k] * bias_scales[k] - bias[k]), kHalfStepAndUlps * bias_scales[k]) << k;
+  }
 }
 
 }  // namespace
