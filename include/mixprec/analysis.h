@@ -9,7 +9,7 @@
 // naming `model_path` and the node.
 //
 // Definitions used throughout:
-// - *Compute node*: a node whose op is in the compute-op table (see is_compute_op()): Conv,
+// - *Compute node*: a node whose op is a compute op of the op table (is_compute_op()): Conv,
 //   ConvTranspose, Gemm, MatMul, Einsum, attention ops, LSTM/GRU/RNN, ORT's fused variants, and
 //   the quantized kernels (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, QGemm, ...).
 // - *Operands* of a compute node: its activation and weight inputs (e.g. Conv X and W, not B).
@@ -187,8 +187,8 @@ struct ModelAnalysis {
 // Analyzes `model`; `model_path` only names the model in errors and in the result.
 ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& model_path);
 
-// True when (domain, op_type) is in the compute-op table. "" and "ai.onnx" both mean the
-// default domain.
+// True when the op table (src/ir/op_traits.cpp) marks (domain, op_type) as compute. "" and
+// "ai.onnx" both mean the default domain.
 bool is_compute_op(std::string_view domain, std::string_view op_type);
 
 // Task-type rules, tried in this order on the main graph's outputs; the first that holds wins.

@@ -83,11 +83,13 @@ struct ExtraOptions {
   bool bf16_qdq_to_cast = true;
   bool int32_bias = true;
   // "OrtCpuFusion": place Q/DQ so ONNX Runtime's CPU provider fuses the quantized nodes into
-  // its integer kernels (see insert_qdq.cpp): every quantized node whose ORT fusion needs a Q
-  // on its output gets one (after a following Relu/Clip, which ORT then drops), data-movement
-  // ops between quantized tensors (MaxPool, Resize, Reshape, ...) keep their input's scale
-  // and zero point so ORT runs them on the codes, and a quantized Div by a constant becomes
-  // a Mul by its reciprocal (ORT has QLinearMul, no QLinearDiv). Off: inputs only.
+  // its integer kernels (src/rewrite/place_for_ort_fusion.cpp): every quantized node whose ORT
+  // fusion needs a Q on its output gets one (after a following Relu/Clip, which ORT then
+  // drops), data-movement ops between quantized tensors (MaxPool, Resize, Reshape, ...) keep
+  // their input's scale and zero point so ORT runs them on the codes, and a quantized Div by a
+  // constant becomes a Mul by its reciprocal (ORT has QLinearMul, no QLinearDiv), which a Mul
+  // by a positive scalar constant then leaves for the scale of its input's codes. Off: inputs
+  // only.
   bool ort_cpu_fusion = false;
   // FoldConvAffine: per-channel Mul/Div/Add/Sub by constants right after a Conv (how many
   // exporters write a BatchNormalization) are folded into the Conv when preparing. Folding

@@ -23,7 +23,7 @@ TensorInfo describe_value(const onnx::ValueInfoProto& info) {
     case onnx::TypeProto::VALUE_NOT_SET: return tensor;
   }
   const onnx::TypeProto::Tensor& type = info.type().tensor_type();
-  tensor.dtype = analysis::onnx_type_name(type.elem_type());
+  tensor.dtype = ir::onnx_type_name(type.elem_type());
   if (type.has_shape()) {
     tensor.shape.emplace();
     for (const onnx::TensorShapeProto::Dimension& dim : type.shape().dim()) {
@@ -36,7 +36,7 @@ TensorInfo describe_value(const onnx::ValueInfoProto& info) {
 
 std::vector<OpCount> op_histogram(const analysis::ModelGraph& graph) {
   std::map<std::string, int64_t> counts;
-  for (size_t id = 0; id < graph.size(); ++id) ++counts[analysis::qualified_op_type(graph.node(id))];
+  for (size_t id = 0; id < graph.size(); ++id) ++counts[ir::qualified_op_type(graph.node(id))];
   std::vector<OpCount> histogram;
   for (const auto& [op_type, count] : counts) histogram.push_back({op_type, count});
   // counts is ordered by name, so a stable sort on the count breaks ties by name.
@@ -129,7 +129,7 @@ ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& mo
   result.model_path = model_path;
   result.ir_version = model.ir_version();
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
-    result.opsets[analysis::is_default_domain(opset.domain()) ? "ai.onnx" : opset.domain()] = opset.version();
+    result.opsets[ir::is_default_domain(opset.domain()) ? "ai.onnx" : opset.domain()] = opset.version();
   }
   result.producer_name = model.producer_name();
   result.producer_version = model.producer_version();

@@ -11,12 +11,12 @@ namespace {
 // Precision delivered by the node that (through layout-only ops) feeds an operand.
 Precision operand_precision(const ModelGraph& graph, size_t reader, const std::string& name) {
   std::optional<size_t> source = graph.producer(reader, name);
-  while (source && graph.has_flag(*source, kLayoutOnly) && graph.node(*source).input_size() > 0) {
+  while (source && graph.has_flag(*source, ir::kLayoutOnly) && graph.node(*source).input_size() > 0) {
     source = graph.producer(*source, graph.node(*source).input(0));
   }
   if (!source) return Precision::kFloat;
-  const QuantRole role = graph.quant_role(*source);
-  if (role == QuantRole::kDequantize || role == QuantRole::kQuantizeDequantize) return Precision::kQuantized;
+  const ir::QuantRole role = graph.quant_role(*source);
+  if (role == ir::QuantRole::kDequantize || role == ir::QuantRole::kQuantizeDequantize) return Precision::kQuantized;
   switch (graph.cast_back_source_type(*source)) {
     case onnx::TensorProto::BFLOAT16: return Precision::kBFloat16;
     case onnx::TensorProto::FLOAT16: return Precision::kFloat16;
@@ -25,12 +25,12 @@ Precision operand_precision(const ModelGraph& graph, size_t reader, const std::s
 }
 
 Precision compute_precision(const ModelGraph& graph, size_t id) {
-  if (graph.quant_role(id) == QuantRole::kQOperator) return Precision::kQuantized;
+  if (graph.quant_role(id) == ir::QuantRole::kQOperator) return Precision::kQuantized;
   const onnx::NodeProto& n = graph.node(id);
   const uint16_t operands = graph.traits(id)->operand_inputs;
   std::optional<Precision> common;
   for (int i = 0; i < n.input_size(); ++i) {
-    if (!mask_has_input(operands, i) || n.input(i).empty()) continue;
+    if (!ir::mask_has_input(operands, i) || n.input(i).empty()) continue;
     const Precision precision = operand_precision(graph, id, n.input(i));
     if (common && *common != precision) return Precision::kFloat;
     common = precision;
@@ -54,7 +54,7 @@ int64_t& count_of(ComputeOpCount& row, Precision precision) {
 std::vector<std::optional<Precision>> classify_compute_nodes(const ModelGraph& graph) {
   std::vector<std::optional<Precision>> precisions(graph.size());
   for (size_t id = 0; id < graph.size(); ++id) {
-    if (graph.has_flag(id, kCompute)) precisions[id] = compute_precision(graph, id);
+    if (graph.has_flag(id, ir::kCompute)) precisions[id] = compute_precision(graph, id);
   }
   return precisions;
 }
@@ -64,7 +64,7 @@ std::vector<ComputeOpCount> count_compute_ops(const ModelGraph& graph,
   std::map<std::string, ComputeOpCount> by_type;
   for (size_t id = 0; id < graph.size(); ++id) {
     if (!precisions[id]) continue;
-    const std::string op_type = qualified_op_type(graph.node(id));
+    const std::string op_type = ir::qualified_op_type(graph.node(id));
     ComputeOpCount& row = by_type[op_type];
     row.op_type = op_type;
     ++row.total;

@@ -1,5 +1,5 @@
 // MAC estimation from shapes: fix the graph inputs' dims, run ONNX shape inference on a copy,
-// then apply one formula per op (the table below) to the known shapes.
+// then apply each op's formula (its ir::OpTraits row names it) to the known shapes.
 #include "mixprec/macs.h"
 
 #include <algorithm>
@@ -11,54 +11,15 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "ir/graph_view.h"
+#include "ir/op_traits.h"
 #include "mixprec/analysis.h"
 #include "mixprec/error.h"
 
 namespace mixprec {
 namespace {
 
-enum class MacFormula {
-  kConv,           // output elements x prod(W dims[1:])
-  kConvTranspose,  // input elements x prod(W dims[1:])
-  kMatMul,         // output elements x K
-  kGemm,           // M x N x K
-};
-
-struct MacRule {
-  std::string_view domain;  // "" = default domain
-  std::string_view op_type;
-  MacFormula formula;
-  int activation_input;  // X / A
-  int weight_input;      // W / B
-};
-
-// The quantized kernels have the float kernels' shapes, with their operands at other indices.
-constexpr MacRule kMacRules[] = {
-    {"", "Conv", MacFormula::kConv, 0, 1},
-    {"", "ConvInteger", MacFormula::kConv, 0, 1},
-    {"", "QLinearConv", MacFormula::kConv, 0, 3},
-    {"com.microsoft", "FusedConv", MacFormula::kConv, 0, 1},
-    {"", "ConvTranspose", MacFormula::kConvTranspose, 0, 1},
-    {"", "MatMul", MacFormula::kMatMul, 0, 1},
-    {"", "MatMulInteger", MacFormula::kMatMul, 0, 1},
-    {"", "QLinearMatMul", MacFormula::kMatMul, 0, 3},
-    {"", "Gemm", MacFormula::kGemm, 0, 1},
-    {"com.microsoft", "FusedGemm", MacFormula::kGemm, 0, 1},
-    {"com.microsoft", "QGemm", MacFormula::kGemm, 0, 3},
-};
-
 // How many fallback nodes a note names before it says "...".
 constexpr size_t kNoteMaxNodes = 5;
-
-std::string_view normalized_domain(std::string_view domain) { return domain == "ai.onnx" ? "" : domain; }
-
-const MacRule* find_rule(const onnx::NodeProto& node) {
-  const std::string_view domain = normalized_domain(node.domain());
-  for (const MacRule& rule : kMacRules) {
-    if (rule.domain == domain && rule.op_type == node.op_type()) return &rule;
-  }
-  return nullptr;
-}
 
 bool is_numeric(const onnx::TensorShapeProto::Dimension& dim) { return dim.has_dim_value() && dim.dim_value() >= 0; }
 
@@ -101,52 +62,64 @@ bool attribute_set(const onnx::NodeProto& node, std::string_view name) {
   return ir::int_attribute(node, name).value_or(0) != 0;
 }
 
-// The exact MACs of `node` under `rule`, nullopt when a shape it needs is unknown.
-std::optional<double> exact_macs(const ir::GraphView& graph, const onnx::NodeProto& node, const MacRule& rule) {
-  const std::optional<Shape> weight = input_shape(graph, node, rule.weight_input);
-  switch (rule.formula) {
-    case MacFormula::kConv: {
-      const std::optional<Shape> output = output_shape(graph, node);
-      if (!weight || weight->empty() || !output) return std::nullopt;
-      return product(*output) * product(std::span(*weight).subspan(1));
-    }
-    case MacFormula::kConvTranspose: {
-      const std::optional<Shape> input = input_shape(graph, node, rule.activation_input);
-      if (!weight || weight->empty() || !input) return std::nullopt;
-      return product(*input) * product(std::span(*weight).subspan(1));
-    }
-    case MacFormula::kMatMul: {
-      const std::optional<Shape> a = input_shape(graph, node, rule.activation_input);
-      const std::optional<Shape> output = output_shape(graph, node);
-      if (!output) return std::nullopt;
-      // K is A's last dim; B's second-to-last (its only one when 1-D) when A is unknown.
-      std::optional<int64_t> k;
-      if (a && !a->empty()) {
-        k = a->back();
-      } else if (weight && !weight->empty()) {
-        k = weight->size() == 1 ? weight->front() : (*weight)[weight->size() - 2];
-      }
-      if (!k) return std::nullopt;
-      return product(*output) * static_cast<double>(*k);
-    }
-    case MacFormula::kGemm: {
-      const std::optional<Shape> a = input_shape(graph, node, rule.activation_input);
-      if (!weight || weight->size() != 2) return std::nullopt;
-      const bool trans_b = attribute_set(node, "transB");
-      const int64_t k = trans_b ? (*weight)[1] : (*weight)[0];
-      const int64_t n = trans_b ? (*weight)[0] : (*weight)[1];
-      std::optional<int64_t> m;
-      if (a && a->size() == 2) {
-        m = attribute_set(node, "transA") ? (*a)[1] : (*a)[0];
-      } else if (const std::optional<Shape> output = output_shape(graph, node); output && output->size() == 2) {
-        m = (*output)[0];
-      }
-      if (!m) return std::nullopt;
-      return static_cast<double>(*m) * static_cast<double>(n) * static_cast<double>(k);
-    }
-  }
-  return std::nullopt;
+// The formulas (ir::MacFormula): the exact MACs of `node`, nullopt when a shape a formula needs
+// is unknown. X / A is input 0, W / B the row's weight_input.
+using MacFormulaFn = std::optional<double> (*)(const ir::GraphView& graph, const onnx::NodeProto& node,
+                                               int weight_input);
+
+std::optional<double> conv_macs(const ir::GraphView& graph, const onnx::NodeProto& node, int weight_input) {
+  const std::optional<Shape> weight = input_shape(graph, node, weight_input);
+  const std::optional<Shape> output = output_shape(graph, node);
+  if (!weight || weight->empty() || !output) return std::nullopt;
+  return product(*output) * product(std::span(*weight).subspan(1));
 }
+
+std::optional<double> conv_transpose_macs(const ir::GraphView& graph, const onnx::NodeProto& node,
+                                          int weight_input) {
+  const std::optional<Shape> weight = input_shape(graph, node, weight_input);
+  const std::optional<Shape> input = input_shape(graph, node, 0);
+  if (!weight || weight->empty() || !input) return std::nullopt;
+  return product(*input) * product(std::span(*weight).subspan(1));
+}
+
+std::optional<double> matmul_macs(const ir::GraphView& graph, const onnx::NodeProto& node, int weight_input) {
+  const std::optional<Shape> weight = input_shape(graph, node, weight_input);
+  const std::optional<Shape> a = input_shape(graph, node, 0);
+  const std::optional<Shape> output = output_shape(graph, node);
+  if (!output) return std::nullopt;
+  // K is A's last dim; B's second-to-last (its only one when 1-D) when A is unknown.
+  std::optional<int64_t> k;
+  if (a && !a->empty()) {
+    k = a->back();
+  } else if (weight && !weight->empty()) {
+    k = weight->size() == 1 ? weight->front() : (*weight)[weight->size() - 2];
+  }
+  if (!k) return std::nullopt;
+  return product(*output) * static_cast<double>(*k);
+}
+
+std::optional<double> gemm_macs(const ir::GraphView& graph, const onnx::NodeProto& node, int weight_input) {
+  const std::optional<Shape> weight = input_shape(graph, node, weight_input);
+  const std::optional<Shape> a = input_shape(graph, node, 0);
+  if (!weight || weight->size() != 2) return std::nullopt;
+  const bool trans_b = attribute_set(node, "transB");
+  const int64_t k = trans_b ? (*weight)[1] : (*weight)[0];
+  const int64_t n = trans_b ? (*weight)[0] : (*weight)[1];
+  std::optional<int64_t> m;
+  if (a && a->size() == 2) {
+    m = attribute_set(node, "transA") ? (*a)[1] : (*a)[0];
+  } else if (const std::optional<Shape> output = output_shape(graph, node); output && output->size() == 2) {
+    m = (*output)[0];
+  }
+  if (!m) return std::nullopt;
+  return static_cast<double>(*m) * static_cast<double>(n) * static_cast<double>(k);
+}
+
+// Indexed by ir::MacFormula.
+constexpr MacFormulaFn kMacFormulas[] = {nullptr, conv_macs, conv_transpose_macs, matmul_macs, gemm_macs};
+static_assert(std::size(kMacFormulas) == ir::kMacFormulaCount);
+
+MacFormulaFn mac_formula(const ir::OpTraits& traits) { return kMacFormulas[static_cast<size_t>(traits.macs)]; }
 
 std::string join_labels(const std::vector<std::string>& labels) {
   std::string joined;
@@ -244,19 +217,19 @@ MacEstimate estimate_node_macs(const onnx::ModelProto& model,
   std::vector<std::string> uncounted;  // compute nodes without a formula
   for (const ir::NodeRef& ref : view.nested_nodes()) {
     const onnx::NodeProto& node = ref.node();
-    const std::string_view domain = normalized_domain(node.domain());
-    NodeMacs result{.op_type = domain.empty() ? node.op_type() : std::string(domain) + ":" + node.op_type()};
+    NodeMacs result{.op_type = ir::qualified_op_type(node)};
     const std::string label = ir::node_label(ref);
-    if (const MacRule* rule = find_rule(node)) {
-      if (const std::optional<double> macs = exact_macs(*ref.graph, node, *rule)) {
+    const ir::OpTraits& traits = ir::op_traits(node);
+    if (const MacFormulaFn formula = mac_formula(traits)) {
+      if (const std::optional<double> macs = formula(*ref.graph, node, traits.weight_input)) {
         result.macs = *macs;
       } else {
-        const std::optional<Shape> weight = input_shape(*ref.graph, node, rule->weight_input);
+        const std::optional<Shape> weight = input_shape(*ref.graph, node, traits.weight_input);
         result.macs = weight ? product(*weight) : 0;
         result.exact = false;
         estimated.push_back(label);
       }
-    } else if (is_compute_op(node.domain(), node.op_type())) {
+    } else if (traits.flags & ir::kCompute) {
       result.exact = false;
       uncounted.push_back(label);
     }

@@ -9,7 +9,7 @@ ModelGraph::ModelGraph(const onnx::GraphProto& graph, const std::string& model_p
   traits_.reserve(nodes_.size());
   for (size_t id = 0; id < nodes_.size(); ++id) {
     ids_.emplace(nodes_[id], id);
-    traits_.push_back(find_op_traits(nodes_[id].node().domain(), nodes_[id].node().op_type()));
+    traits_.push_back(ir::find_op_traits(nodes_[id].node().domain(), nodes_[id].node().op_type()));
   }
 
   predecessors_.resize(nodes_.size());
@@ -32,8 +32,8 @@ bool ModelGraph::has_flag(size_t id, uint8_t flag) const {
   return traits_[id] != nullptr && (traits_[id]->flags & flag) != 0;
 }
 
-QuantRole ModelGraph::quant_role(size_t id) const {
-  return traits_[id] == nullptr ? QuantRole::kNone : traits_[id]->quant_role;
+ir::QuantRole ModelGraph::quant_role(size_t id) const {
+  return traits_[id] == nullptr ? ir::QuantRole::kNone : traits_[id]->quant_role;
 }
 
 std::optional<size_t> ModelGraph::producer(size_t id, std::string_view name) const {
@@ -64,7 +64,7 @@ int32_t ModelGraph::element_type(size_t id, std::string_view name) const {
 
 std::optional<int64_t> ModelGraph::cast_target(size_t id) const {
   const onnx::NodeProto& n = node(id);
-  if (n.op_type() != "Cast" || !is_default_domain(n.domain())) return std::nullopt;
+  if (n.op_type() != "Cast" || !ir::is_default_domain(n.domain())) return std::nullopt;
   return ir::int_attribute(n, "to");
 }
 
@@ -76,3 +76,12 @@ int32_t ModelGraph::cast_back_source_type(size_t id) const {
 }
 
 }  // namespace mixprec::analysis
+
+namespace mixprec {
+
+bool is_compute_op(std::string_view domain, std::string_view op_type) {
+  const ir::OpTraits* traits = ir::find_op_traits(domain, op_type);
+  return traits != nullptr && (traits->flags & ir::kCompute) != 0;
+}
+
+}  // namespace mixprec

@@ -13,7 +13,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "analysis/op_table.h"
+#include "ir/op_traits.h"
 #include "ir/graph_view.h"
 #include "mixprec/analysis.h"
 
@@ -30,9 +30,9 @@ class ModelGraph {
   const onnx::NodeProto& node(size_t id) const { return nodes_[id].node(); }
   std::string label(size_t id) const { return ir::node_label(nodes_[id]); }
   // The node's op-table row, nullptr for ops the table does not list.
-  const OpTraits* traits(size_t id) const { return traits_[id]; }
+  const ir::OpTraits* traits(size_t id) const { return traits_[id]; }
   bool has_flag(size_t id, uint8_t flag) const;
-  QuantRole quant_role(size_t id) const;
+  ir::QuantRole quant_role(size_t id) const;
 
   // The id of the node producing `name` as seen from the scope of node `id`; nullopt for graph
   // inputs, initializers and omitted inputs.
@@ -55,7 +55,7 @@ class ModelGraph {
  private:
   ir::GraphView root_;
   std::vector<ir::NodeRef> nodes_;
-  std::vector<const OpTraits*> traits_;
+  std::vector<const ir::OpTraits*> traits_;
   std::unordered_map<ir::NodeRef, size_t, ir::NodeRefHash> ids_;
   std::vector<std::vector<size_t>> predecessors_;
 };

@@ -9,8 +9,8 @@ namespace mixprec::analysis {
 namespace {
 
 bool is_default_q_or_dq(const ModelGraph& graph, size_t id) {
-  const QuantRole role = graph.quant_role(id);
-  return (role == QuantRole::kQuantize || role == QuantRole::kDequantize) && is_default_domain(graph.node(id).domain());
+  const ir::QuantRole role = graph.quant_role(id);
+  return (role == ir::QuantRole::kQuantize || role == ir::QuantRole::kDequantize) && ir::is_default_domain(graph.node(id).domain());
 }
 
 // A default-domain Q/DQ that only converts at the edge of quantized kernels: a Q all of whose
@@ -19,35 +19,35 @@ bool is_default_q_or_dq(const ModelGraph& graph, size_t id) {
 bool bounds_qoperator_region(const ModelGraph& graph, size_t id) {
   const onnx::NodeProto& n = graph.node(id);
   if (n.input_size() == 0 || n.output_size() == 0) return false;
-  if (graph.quant_role(id) == QuantRole::kDequantize) {
+  if (graph.quant_role(id) == ir::QuantRole::kDequantize) {
     const auto source = graph.producer(id, n.input(0));
-    return source && graph.quant_role(*source) == QuantRole::kQOperator;
+    return source && graph.quant_role(*source) == ir::QuantRole::kQOperator;
   }
   const ir::NodeRef& ref = graph.ref(id);
   const std::vector<size_t>& readers = ref.graph->consumers(n.output(0));
   return !readers.empty() && std::all_of(readers.begin(), readers.end(), [&](size_t reader) {
     const onnx::NodeProto& consumer = ref.graph->node(reader);
-    const OpTraits* traits = find_op_traits(consumer.domain(), consumer.op_type());
-    return traits != nullptr && traits->quant_role == QuantRole::kQOperator;
+    const ir::OpTraits* traits = ir::find_op_traits(consumer.domain(), consumer.op_type());
+    return traits != nullptr && traits->quant_role == ir::QuantRole::kQOperator;
   });
 }
 
 // Quantized element types a quantization node declares.
 void collect_quant_types(const ModelGraph& graph, size_t id, std::set<std::string>* types) {
   const onnx::NodeProto& n = graph.node(id);
-  const OpTraits& traits = *graph.traits(id);
+  const ir::OpTraits& traits = *graph.traits(id);
   for (int i = 0; i < n.input_size(); ++i) {
-    if (!mask_has_input(traits.quant_type_inputs, i) || n.input(i).empty()) continue;
+    if (!ir::mask_has_input(traits.quant_type_inputs, i) || n.input(i).empty()) continue;
     if (const int32_t type = graph.element_type(id, n.input(i)); type != onnx::TensorProto::UNDEFINED) {
-      types->insert(onnx_type_name(type));
+      types->insert(ir::onnx_type_name(type));
     }
   }
   // ONNX QuantizeLinear without a zero point outputs uint8, unless opset 21's output_dtype says.
   const bool has_zero_point = n.input_size() > 2 && !n.input(2).empty();
-  if (traits.quant_role == QuantRole::kQuantize && is_default_domain(n.domain()) && !has_zero_point) {
+  if (traits.quant_role == ir::QuantRole::kQuantize && ir::is_default_domain(n.domain()) && !has_zero_point) {
     int64_t type = ir::int_attribute(n, "output_dtype").value_or(onnx::TensorProto::UNDEFINED);
     if (type == onnx::TensorProto::UNDEFINED) type = onnx::TensorProto::UINT8;
-    types->insert(onnx_type_name(static_cast<int32_t>(type)));
+    types->insert(ir::onnx_type_name(static_cast<int32_t>(type)));
   }
 }
 
@@ -58,15 +58,15 @@ QuantizationSummary summarize_quantization(const ModelGraph& graph) {
   std::set<std::string> types;
   bool has_qdq = false;
   for (size_t id = 0; id < graph.size(); ++id) {
-    const QuantRole role = graph.quant_role(id);
-    if (role != QuantRole::kNone) collect_quant_types(graph, id, &types);
+    const ir::QuantRole role = graph.quant_role(id);
+    if (role != ir::QuantRole::kNone) collect_quant_types(graph, id, &types);
 
     if (is_default_q_or_dq(graph, id)) {
-      ++(role == QuantRole::kQuantize ? summary.quantize_linear : summary.dequantize_linear);
+      ++(role == ir::QuantRole::kQuantize ? summary.quantize_linear : summary.dequantize_linear);
       has_qdq = has_qdq || !bounds_qoperator_region(graph, id);
-    } else if (role == QuantRole::kQOperator) {
+    } else if (role == ir::QuantRole::kQOperator) {
       ++summary.qoperator_nodes;
-    } else if (role != QuantRole::kNone) {
+    } else if (role != ir::QuantRole::kNone) {
       ++summary.custom_domain_nodes;
     }
 
@@ -75,7 +75,7 @@ QuantizationSummary summarize_quantization(const ModelGraph& graph) {
       const auto source = graph.producer(id, graph.node(id).input(0));
       if (source && graph.cast_target(*source) == low) {
         ++(low == onnx::TensorProto::BFLOAT16 ? summary.cast_pairs_bf16 : summary.cast_pairs_fp16);
-        types.insert(onnx_type_name(low));
+        types.insert(ir::onnx_type_name(low));
       }
     }
   }

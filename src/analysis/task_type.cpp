@@ -41,12 +41,12 @@ struct OutputHead {
 
 OutputHead find_head(const ModelGraph& graph, const TensorInfo& output) {
   std::optional<size_t> head = graph.main_producer(output.name);
-  while (head && graph.has_flag(*head, kRepresentationOnly) && graph.node(*head).input_size() > 0) {
+  while (head && graph.has_flag(*head, ir::kRepresentationOnly) && graph.node(*head).input_size() > 0) {
     const auto source = graph.producer(*head, graph.node(*head).input(0));
     if (!source) break;
     head = source;
   }
-  return {&output, head, head ? qualified_op_type(graph.node(*head)) : "a graph input/initializer"};
+  return {&output, head, head ? ir::qualified_op_type(graph.node(*head)) : "a graph input/initializer"};
 }
 
 std::string describe(const OutputHead& out) {
@@ -82,7 +82,7 @@ std::optional<DetectionOp> nearest_detection_op(const ModelGraph& graph, const s
       const auto [id, distance] = queue.front();
       queue.pop_front();
       if (best && distance >= best->distance) break;
-      if (graph.has_flag(id, kDetectionPostprocess)) {
+      if (graph.has_flag(id, ir::kDetectionPostprocess)) {
         best = DetectionOp{id, distance, out.output->name};
         break;
       }

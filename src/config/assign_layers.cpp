@@ -9,10 +9,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "analysis/op_table.h"
+#include "config/element_types.h"
 #include "config/node_pattern.h"
-#include "config/op_rules.h"
 #include "ir/graph_view.h"
+#include "ir/node_builder.h"
+#include "ir/op_traits.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -21,7 +22,7 @@ namespace mixprec {
 namespace {
 
 using selection::NodePattern;
-using selection::OpRole;
+using ir::ConfigRole;
 
 // --- Node names ----------------------------------------------------------------------------------
 
@@ -42,25 +43,16 @@ std::vector<const onnx::GraphProto*> graphs_in_naming_order(const onnx::GraphPro
 
 // The name of every node of `graphs` (in order) once ensure_node_names has run.
 std::vector<std::string> planned_node_names(const std::vector<const onnx::GraphProto*>& graphs) {
-  std::unordered_set<std::string> used;
+  // Only node names are taken: a node may share its name with a tensor.
+  ir::NameAllocator allocator;
   for (const onnx::GraphProto* graph : graphs) {
-    for (const onnx::NodeProto& node : graph->node()) {
-      if (!node.name().empty()) used.insert(node.name());
-    }
+    for (const onnx::NodeProto& node : graph->node()) allocator.reserve(node.name());
   }
   std::vector<std::string> names;
   for (const onnx::GraphProto* graph : graphs) {
     for (int index = 0; index < graph->node_size(); ++index) {
       const onnx::NodeProto& node = graph->node(index);
-      if (!node.name().empty()) {
-        names.push_back(node.name());
-        continue;
-      }
-      const std::string base = node.op_type() + "_" + std::to_string(index);
-      std::string name = base;
-      for (int suffix = 1; used.contains(name); ++suffix) name = base + "_" + std::to_string(suffix);
-      used.insert(name);
-      names.push_back(std::move(name));
+      names.push_back(node.name().empty() ? allocator.fresh(node.op_type() + "_" + std::to_string(index)) : node.name());
     }
   }
   return names;
@@ -147,16 +139,14 @@ struct Context {
   }
 
   const onnx::NodeProto& node(size_t index) const { return graph.node(index); }
-  const selection::OpRule& rule(size_t index) const {
-    return selection::op_rule(node(index).domain(), node(index).op_type());
-  }
+  const ir::OpTraits& rule(size_t index) const { return ir::op_traits(node(index)); }
   bool is_initializer_input(size_t index, int input) const {
     return input >= 0 && input < node(index).input_size() && graph.is_initializer(node(index).input(input));
   }
   // Normalization arithmetic: a kNormalization op, unless it is plain scaling by a constant.
   bool is_normalization(size_t index) const {
-    const selection::OpRule& op = rule(index);
-    return op.role == OpRole::kNormalization && !(op.scaling_input >= 0 && is_constant_input(index, op.scaling_input));
+    const ir::OpTraits& op = rule(index);
+    return op.config_role == ConfigRole::kNormalization && !(op.scaling_input >= 0 && is_constant_input(index, op.scaling_input));
   }
   // An initializer or the output of a Constant node.
   bool is_constant_input(size_t index, int input) const {
@@ -164,7 +154,7 @@ struct Context {
     const std::string& name = node(index).input(input);
     const std::optional<size_t> producer = graph.producer(name);
     return graph.is_initializer(name) ||
-           (producer && analysis::is_default_domain(node(*producer).domain()) && node(*producer).op_type() == "Constant");
+           (producer && ir::is_default_domain(node(*producer).domain()) && node(*producer).op_type() == "Constant");
   }
 
   const QuantConfig& config;
@@ -199,7 +189,7 @@ std::optional<std::string> excluded_by_subgraph(const Context& context, size_t i
 
 std::optional<std::string> shape_or_index(const Context& context, size_t index) {
   const onnx::NodeProto& node = context.node(index);
-  if (context.rule(index).role == OpRole::kShapeIndex) return "shape/index op " + node.op_type() + " (never quantized)";
+  if (context.rule(index).config_role == ConfigRole::kShapeIndex) return "shape/index op " + node.op_type() + " (never quantized)";
   bool any_output = false;
   for (const std::string& output : node.output()) {
     if (output.empty()) continue;
@@ -214,11 +204,7 @@ std::optional<std::string> shape_or_index(const Context& context, size_t index) 
 std::optional<std::string> normalization_arithmetic(const Context& context, size_t index) {
   const onnx::NodeProto& node = context.node(index);
   if (context.is_normalization(index)) return "normalization arithmetic " + node.op_type() + " (never quantized)";
-  if (!analysis::is_default_domain(node.domain()) ||
-      std::ranges::find(selection::kNormalizationOperandOps, std::string_view(node.op_type())) ==
-          std::end(selection::kNormalizationOperandOps)) {
-    return std::nullopt;
-  }
+  if ((context.rule(index).flags & ir::kNormalizationOperand) == 0) return std::nullopt;
   for (const std::string& input : node.input()) {
     const std::optional<size_t> producer = input.empty() ? std::nullopt : context.graph.producer(input);
     if (producer && context.is_normalization(*producer)) {
@@ -260,14 +246,14 @@ NodeAssignment apply_layer_config(const Context& context, size_t index, NodeAssi
   }
   // Weight and bias specs need the tensor as an initializer at the op's weight/bias input.
   // Dropping them is only worth a note where the op has such an input.
-  const selection::OpRule& rule = context.rule(index);
+  const ir::OpTraits& rule = context.rule(index);
   const struct {
     const char* name;
     std::optional<TensorQuantSpec>& spec;
     int input;
   } constant_inputs[] = {
-      {"weight", assignment.config.weight, rule.weight_input},
-      {"bias", assignment.config.bias, rule.bias_input},
+      {"weight", assignment.config.weight, rule.config_weight_input()},
+      {"bias", assignment.config.bias, rule.config_bias_input()},
   };
   for (const auto& [name, spec, input] : constant_inputs) {
     if (!spec || context.is_initializer_input(index, input)) continue;
@@ -303,8 +289,8 @@ void warn_about_op_types(const Context& context) {
   // A preset's own list (U8S8 adds Div for hard-swish's "/ 6") is not the user's choice.
   if (is_preset_op_types(context.config.extra.op_types_to_quantize)) return;
   for (const std::string& op_type : context.config.extra.op_types_to_quantize) {
-    const selection::OpRule& rule = selection::op_rule("", op_type);
-    if (rule.role != OpRole::kShapeIndex && rule.role != OpRole::kNormalization) continue;
+    const ir::OpTraits& rule = ir::op_traits("", op_type);
+    if (rule.config_role != ConfigRole::kShapeIndex && rule.config_role != ConfigRole::kNormalization) continue;
     // A scaling op (Div by a constant) is quantized where it scales: listing it is worth a
     // warning only when the model has such nodes and every one of them normalizes.
     if (rule.scaling_input >= 0) {
@@ -316,7 +302,7 @@ void warn_about_op_types(const Context& context) {
       if (scales || !normalizes) continue;
     }
     warn(context.label, "extra_options.OpTypesToQuantize lists " + op_type + ", but " + op_type + " nodes are " +
-                            (rule.role == OpRole::kShapeIndex ? "shape/index ops" : "normalization arithmetic") +
+                            (rule.config_role == ConfigRole::kShapeIndex ? "shape/index ops" : "normalization arithmetic") +
                             " and are never quantized" +
                             (rule.scaling_input >= 0
                                  ? " (every " + op_type + " node of this model normalizes; one whose input " +

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "common/text.h"
+#include "ir/op_traits.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 
@@ -59,6 +60,15 @@ constexpr PresetRow kPresets[] = {
 
 
 }  // namespace
+
+std::vector<std::string> default_op_types_to_quantize() {
+  std::vector<std::string> op_types;
+  for (const ir::OpTraits& row : ir::op_traits_table()) {
+    const bool by_default = row.config_role == ir::ConfigRole::kWeighted || row.config_role == ir::ConfigRole::kArithmetic;
+    if (by_default && ir::is_default_domain(row.domain)) op_types.emplace_back(row.op_type);
+  }
+  return op_types;
+}
 
 std::optional<QuantConfig> preset_config(const std::string& name) {
   const auto row = std::ranges::find_if(kPresets, [&](const PresetRow& r) { return text::equal_ignoring_case(r.name, name); });

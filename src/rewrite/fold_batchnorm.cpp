@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "ir/graph_view.h"
+#include "ir/node_builder.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
 
@@ -69,7 +70,7 @@ std::vector<FoldSite> match(const ir::GraphView& view) {
 
 void apply(onnx::ModelProto& model, const std::vector<FoldSite>& sites, const std::string& label) {
   onnx::GraphProto& graph = *model.mutable_graph();
-  NameAllocator names(model);
+  ir::NameAllocator names(model);
   std::unordered_map<std::string, onnx::TensorProto*> inits;
   for (auto& init : *graph.mutable_initializer()) inits.emplace(init.name(), &init);
   std::vector<bool> drop(static_cast<size_t>(graph.node_size()), false);

@@ -1,6 +1,7 @@
 #include "rewrite/graph_edit.h"
 
 #include <functional>
+#include <unordered_set>
 
 namespace mixprec::rewrite {
 namespace {
@@ -37,51 +38,6 @@ void replace_reads_in(onnx::GraphProto& graph, const std::string& from, const st
 }
 
 }  // namespace
-
-NameAllocator::NameAllocator(const onnx::ModelProto& model) {
-  for_each_graph(model.graph(), [&](const onnx::GraphProto& g) {
-    for (const auto& node : g.node()) {
-      used_.insert(node.name());
-      used_.insert(node.input().begin(), node.input().end());
-      used_.insert(node.output().begin(), node.output().end());
-    }
-    for (const auto& init : g.initializer()) used_.insert(init.name());
-    for (const auto& vi : g.input()) used_.insert(vi.name());
-    for (const auto& vi : g.output()) used_.insert(vi.name());
-    for (const auto& vi : g.value_info()) used_.insert(vi.name());
-  });
-}
-
-std::string NameAllocator::fresh(const std::string& base) {
-  std::string name = base;
-  for (int i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
-  used_.insert(name);
-  return name;
-}
-
-onnx::NodeProto make_node(const std::string& op_type, const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs, const std::string& name, const std::string& domain) {
-  onnx::NodeProto node;
-  node.set_op_type(op_type);
-  node.set_name(name);
-  if (!domain.empty()) node.set_domain(domain);
-  for (const auto& in : inputs) node.add_input(in);
-  for (const auto& out : outputs) node.add_output(out);
-  return node;
-}
-
-void set_int_attribute(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  for (auto& attr : *node.mutable_attribute()) {
-    if (attr.name() == name) {
-      attr.set_i(value);
-      return;
-    }
-  }
-  auto* attr = node.add_attribute();
-  attr->set_name(name);
-  attr->set_type(onnx::AttributeProto::INT);
-  attr->set_i(value);
-}
 
 std::unordered_map<std::string, const onnx::TensorProto*> index_initializers(const onnx::GraphProto& graph) {
   std::unordered_map<std::string, const onnx::TensorProto*> out;

@@ -1,34 +1,15 @@
-// Small helpers shared by the rewrite passes: fresh names, node construction, initializer
-// lookup and removal of what a rewrite left unused.
+// Small helpers shared by the rewrite passes: initializer lookup, renaming reads and tensors,
+// and removal of what a rewrite left unused. Fresh names and new nodes come from
+// ir/node_builder.h.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
 #include <onnx/onnx_pb.h>
 
-#include "mixprec/tensor.h"
-
 namespace mixprec::rewrite {
-
-// Hands out names unused by any node, tensor or initializer of the model (subgraphs
-// included), so inserted nodes and tensors never collide with the model's own.
-class NameAllocator {
- public:
-  explicit NameAllocator(const onnx::ModelProto& model);
-  // `base` itself when free, else base_1, base_2, ...
-  std::string fresh(const std::string& base);
-
- private:
-  std::unordered_set<std::string> used_;
-};
-
-onnx::NodeProto make_node(const std::string& op_type, const std::vector<std::string>& inputs,
-                          const std::vector<std::string>& outputs, const std::string& name,
-                          const std::string& domain = "");
-void set_int_attribute(onnx::NodeProto& node, const std::string& name, int64_t value);
 
 // Initializers of the main graph by name (pointers into the graph; invalidated when the
 // initializer list changes).

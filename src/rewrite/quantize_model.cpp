@@ -1,6 +1,7 @@
 // The pass order, in one place.
 //   prepare_model:  Constant nodes → initializers → name nodes → fold BatchNormalization into Conv
-//   quantize_model: insert Q/DQ and cast pairs → raise the opset as far as the formats need
+//   quantize_model: insert Q/DQ and cast pairs → (OrtCpuFusion) place them for ONNX Runtime's
+//                   CPU fusions → raise the opset as far as the formats need
 #include <algorithm>
 #include <map>
 
@@ -11,6 +12,7 @@
 #include "rewrite/fold_batchnorm.h"
 #include "rewrite/graph_edit.h"
 #include "rewrite/insert_qdq.h"
+#include "rewrite/place_for_ort_fusion.h"
 #include "rewrite/upgrade_opset.h"
 
 namespace mixprec {
@@ -47,7 +49,10 @@ onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vec
   RewriteSummary& s = summary ? *summary : local;
   onnx::ModelProto out = prepared;
   s.opset_from = rewrite::default_opset(out);
-  const int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
+  int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
+  if (options.ort_cpu_fusion) {
+    needed = std::max(needed, rewrite::place_for_ort_fusion(out, prepared, assignment, stats, options, label, s));
+  }
   const OpsetUpgradeResult upgrade = upgrade_opset(out, std::max(needed, s.opset_from), label, rank_of);
   s.opset_to = rewrite::default_opset(out);
   // One note per kind of adaptation ("18 x Clip: min/max attributes -> inputs"), not per node.

@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "ir/graph_view.h"
+#include "ir/node_builder.h"
 #include "mixprec/error.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
@@ -87,7 +88,7 @@ class Stripper {
       if (drop_.count(static_cast<size_t>(i))) nodes->DeleteSubrange(i, 1);
     }
     for (auto& init : folded_) *graph.add_initializer() = std::move(init);
-    rewrite::NameAllocator names(model_);
+    ir::NameAllocator names(model_);
     for (const auto& [from, unused] : bypass_) {
       const std::string source = source_of(from);
       if (!view.is_graph_output(from)) {
@@ -96,7 +97,8 @@ class Stripper {
         rewrite::rename_tensor(graph, source, from);  // the output keeps its name
       } else {
         // The source is a graph input, an initializer or another output: bridge it.
-        *graph.add_node() = rewrite::make_node("Identity", {source}, {from}, names.fresh(from + "_Identity"));
+        *graph.add_node() = ir::make_node(
+            {.op_type = "Identity", .name = names.fresh(from + "_Identity"), .inputs = {source}, .outputs = {from}});
       }
     }
     rewrite::remove_unused(graph);

@@ -31,8 +31,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include "analysis/op_table.h"
 #include "ir/graph_view.h"
+#include "ir/node_builder.h"
+#include "ir/onnx_names.h"
 #include "mixprec/error.h"
 #include "mixprec/tensor.h"
 
@@ -67,36 +68,10 @@ std::optional<onnx::AttributeProto> take_attribute(onnx::NodeProto& node, std::s
   return std::nullopt;
 }
 
-void set_int_attribute(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  take_attribute(node, name);
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::INT);
-  attribute->set_i(value);
-}
-
-void set_string_attribute(onnx::NodeProto& node, const std::string& name, const std::string& value) {
-  take_attribute(node, name);
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::STRING);
-  attribute->set_s(value);
-}
-
 // Sets input `index`, padding skipped optional inputs with "".
 void set_input(onnx::NodeProto& node, int index, const std::string& name) {
   while (node.input_size() <= index) node.add_input("");
   node.set_input(index, name);
-}
-
-onnx::NodeProto make_node(const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
-                          const std::string& output) {
-  onnx::NodeProto node;
-  node.set_op_type(op_type);
-  node.set_name(name);
-  for (std::string& input : inputs) node.add_input(std::move(input));
-  node.add_output(output);
-  return node;
 }
 
 // 1-D tensors from attribute values (RepeatedField) or arrays.
@@ -144,45 +119,12 @@ std::optional<std::vector<float>> float_values(const TensorProto& tensor) {
 // "min/max attributes -> inputs", "k attribute -> input".
 std::string attributes_to_inputs(const std::vector<std::string_view>& names) {
   std::string joined;
-  for (std::string_view name : names) joined += (joined.empty() ? "" : "/") + std::string(name);
+  for (std::string_view name : names) {
+    if (!joined.empty()) joined += '/';
+    joined += name;
+  }
   return joined + (names.size() > 1 ? " attributes -> inputs" : " attribute -> input");
 }
-
-// --- Names ------------------------------------------------------------------------------------
-
-// Hands out value, initializer and node names that no graph of the model uses yet. ONNX names
-// are global across subgraphs (a subgraph may read any outer name), so one set covers them all.
-class NameAllocator {
- public:
-  explicit NameAllocator(const onnx::ModelProto& model) { collect(model.graph()); }
-
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int suffix = 1; used_.contains(name); ++suffix) name = base + "_" + std::to_string(suffix);
-    used_.insert(name);
-    return name;
-  }
-
- private:
-  void collect(const onnx::GraphProto& graph) {
-    for (const auto* infos : {&graph.input(), &graph.output(), &graph.value_info()}) {
-      for (const onnx::ValueInfoProto& info : *infos) used_.insert(info.name());
-    }
-    for (const TensorProto& tensor : graph.initializer()) used_.insert(tensor.name());
-    for (const onnx::SparseTensorProto& tensor : graph.sparse_initializer()) used_.insert(tensor.values().name());
-    for (const onnx::NodeProto& node : graph.node()) {
-      used_.insert(node.name());
-      used_.insert(node.input().begin(), node.input().end());
-      used_.insert(node.output().begin(), node.output().end());
-      for (const onnx::AttributeProto& attribute : node.attribute()) {
-        if (attribute.has_g()) collect(attribute.g());
-        for (const onnx::GraphProto& subgraph : attribute.graphs()) collect(subgraph);
-      }
-    }
-  }
-
-  std::unordered_set<std::string> used_;
-};
 
 // --- Adapters ---------------------------------------------------------------------------------
 
@@ -201,7 +143,7 @@ struct NodeRewrite {
 // about values (rank, element type, constant contents).
 class Adaptation {
  public:
-  Adaptation(const ir::NodeRef& site, const RankLookup& rank_of, NameAllocator& names, const std::string& label)
+  Adaptation(const ir::NodeRef& site, const RankLookup& rank_of, ir::NameAllocator& names, const std::string& label)
       : site_(site), rank_of_(rank_of), names_(names), label_(label), node_label_(ir::node_label(site)) {
     // A copy is safe: no op with an adapter owns a subgraph (Scan's row has none), so no
     // subgraph rewrite can hide inside it.
@@ -230,7 +172,7 @@ class Adaptation {
   std::string add_float_scalar(float value, int32_t elem_type, std::string_view what) {
     std::optional<TensorProto> scalar = float_scalar(value, elem_type);
     if (!scalar) {
-      malformed(std::string(what) + " needs a floating-point input, not " + analysis::onnx_type_name(elem_type));
+      malformed(std::string(what) + " needs a floating-point input, not " + ir::onnx_type_name(elem_type));
     }
     return add_initializer(std::move(*scalar), what);
   }
@@ -267,7 +209,7 @@ class Adaptation {
     if (const TensorProto* initializer = site_.graph->resolve_initializer(name)) return float_values(*initializer);
     const std::optional<ir::NodeRef> producer = site_.graph->resolve_producer(name);
     if (!producer || producer->node().op_type() != "Constant" ||
-        !analysis::is_default_domain(producer->node().domain())) {
+        !ir::is_default_domain(producer->node().domain())) {
       return std::nullopt;
     }
     const onnx::AttributeProto* value = find_attribute(producer->node(), "value");
@@ -289,7 +231,7 @@ class Adaptation {
 
   const ir::NodeRef site_;
   const RankLookup& rank_of_;
-  NameAllocator& names_;
+  ir::NameAllocator& names_;
   const std::string& label_;
   const std::string node_label_;
   std::string name_base_;  // new names are "<node name or first output>/<what>"
@@ -406,12 +348,12 @@ std::string resize_explicit_opset10_mapping(Adaptation& a) {
   const std::string scales = node.input(1);
   set_input(node, 1, a.add_initializer(float_vector(std::array<float, 0>{}), "roi"));
   set_input(node, 2, scales);
-  set_string_attribute(node, "coordinate_transformation_mode", "asymmetric");
+  ir::set_attribute(node, ir::make_string_attribute("coordinate_transformation_mode", "asymmetric"));
   std::string note = "empty roi input, coordinate_transformation_mode asymmetric";
   if (string_attribute(node, "mode", "nearest") == "nearest") {
     std::string caveat;
     const std::string nearest_mode = opset10_nearest_mode(a, scales, &caveat);
-    set_string_attribute(node, "nearest_mode", nearest_mode);
+    ir::set_attribute(node, ir::make_string_attribute("nearest_mode", nearest_mode));
     note += ", nearest_mode " + nearest_mode + caveat;
   }
   return note;
@@ -444,21 +386,25 @@ std::string coerced_axis_to_single_axis(Adaptation& a) {
     a.malformed("axis " + std::to_string(axis) + " is out of range for a rank-" + std::to_string(*rank) + " input");
   }
   if (normalized == *rank - 1) {
-    set_int_attribute(node, "axis", -1);
+    ir::set_attribute(node, ir::make_int_attribute("axis", -1));
     return "axis " + std::to_string(axis) + " -> -1 (the last axis: same meaning)";
   }
   const std::string output = node.output(0);
   const std::string shape = a.fresh_name("shape");
   const std::string flattened = a.fresh_name("flattened");
   const std::string normalized_2d = a.fresh_name(node.op_type() + "_2d");
-  a.rewrite().before.push_back(make_node("Shape", a.fresh_name("Shape"), {input}, shape));
-  onnx::NodeProto flatten = make_node("Flatten", a.fresh_name("Flatten"), {input}, flattened);
-  set_int_attribute(flatten, "axis", normalized);
-  a.rewrite().before.push_back(std::move(flatten));
+  a.rewrite().before.push_back(
+      ir::make_node({.op_type = "Shape", .name = a.fresh_name("Shape"), .inputs = {input}, .outputs = {shape}}));
+  a.rewrite().before.push_back(ir::make_node({.op_type = "Flatten",
+                                              .name = a.fresh_name("Flatten"),
+                                              .inputs = {input},
+                                              .outputs = {flattened},
+                                              .attributes = {ir::make_int_attribute("axis", normalized)}}));
   node.set_input(0, flattened);
   node.set_output(0, normalized_2d);
-  set_int_attribute(node, "axis", 1);
-  a.rewrite().after.push_back(make_node("Reshape", a.fresh_name("Reshape"), {normalized_2d, shape}, output));
+  ir::set_attribute(node, ir::make_int_attribute("axis", 1));
+  a.rewrite().after.push_back(ir::make_node(
+      {.op_type = "Reshape", .name = a.fresh_name("Reshape"), .inputs = {normalized_2d, shape}, .outputs = {output}}));
   return "axis " + std::to_string(axis) + " of a rank-" + std::to_string(*rank) + " input -> Flatten, " +
          node.op_type() + " on axis 1, Reshape back";
 }
@@ -481,7 +427,7 @@ std::string split_attribute_to_input(Adaptation& a) {
 std::string split_explicit_num_outputs(Adaptation& a) {
   onnx::NodeProto& node = a.node();
   if ((node.input_size() > 1 && !node.input(1).empty()) || find_attribute(node, "num_outputs") != nullptr) return "";
-  set_int_attribute(node, "num_outputs", node.output_size());
+  ir::set_attribute(node, ir::make_int_attribute("num_outputs", node.output_size()));
   return "num_outputs=" + std::to_string(node.output_size()) + " (equal parts, formerly implied)";
 }
 
@@ -502,8 +448,8 @@ std::string replace_tf_half_pixel_for_nn(Adaptation& a) {
     a.unsupported("tf_half_pixel_for_nn with mode " + mode + ", nearest_mode " + nearest_mode +
                   " has no equivalent");
   }
-  set_string_attribute(node, "coordinate_transformation_mode", "half_pixel");
-  set_string_attribute(node, "nearest_mode", std::string(equivalent->second));
+  ir::set_attribute(node, ir::make_string_attribute("coordinate_transformation_mode", "half_pixel"));
+  ir::set_attribute(node, ir::make_string_attribute("nearest_mode", std::string(equivalent->second)));
   return "coordinate_transformation_mode tf_half_pixel_for_nn -> half_pixel, nearest_mode " + nearest_mode +
          " -> " + std::string(equivalent->second) + " (same pixels)";
 }
@@ -520,7 +466,7 @@ std::string reject_saved_statistics(Adaptation& a) {
 // RoiAlign-16 added coordinate_transformation_mode with default half_pixel; before, the
 // mapping was what is now called output_half_pixel.
 std::string roialign_explicit_output_half_pixel(Adaptation& a) {
-  set_string_attribute(a.node(), "coordinate_transformation_mode", "output_half_pixel");
+  ir::set_attribute(a.node(), ir::make_string_attribute("coordinate_transformation_mode", "output_half_pixel"));
   return "coordinate_transformation_mode output_half_pixel (the former behaviour) made explicit";
 }
 
@@ -532,7 +478,7 @@ std::string gridsample_mode_names(Adaptation& a) {
   const std::string mode = string_attribute(a.node(), "mode", "");
   const auto renamed = std::ranges::find(kRenamed, mode, &std::pair<std::string_view, std::string_view>::first);
   if (renamed == kRenamed.end()) return "";
-  set_string_attribute(a.node(), "mode", std::string(renamed->second));
+  ir::set_attribute(a.node(), ir::make_string_attribute("mode", std::string(renamed->second)));
   return "mode " + mode + " -> " + std::string(renamed->second);
 }
 
@@ -614,7 +560,7 @@ std::vector<ir::NodeRef> match(const ir::GraphView& view, int64_t from, int64_t 
   std::vector<ir::NodeRef> sites;
   for (const ir::NodeRef& ref : view.nested_nodes()) {
     const onnx::NodeProto& node = ref.node();
-    if (analysis::is_default_domain(node.domain()) && next_change(node.op_type(), from, target) != nullptr) {
+    if (ir::is_default_domain(node.domain()) && next_change(node.op_type(), from, target) != nullptr) {
       sites.push_back(ref);
     }
   }
@@ -622,7 +568,7 @@ std::vector<ir::NodeRef> match(const ir::GraphView& view, int64_t from, int64_t 
 }
 
 UpgradePlan plan(const std::vector<ir::NodeRef>& sites, int64_t from, int64_t target, const std::string& label,
-                 const RankLookup& rank_of, NameAllocator& names) {
+                 const RankLookup& rank_of, ir::NameAllocator& names) {
   UpgradePlan plan;
   for (const ir::NodeRef& site : sites) {
     Adaptation adaptation(site, rank_of, names, label);
@@ -676,7 +622,7 @@ void apply(UpgradePlan& plan, onnx::GraphProto& graph) {
 int default_opset_index(const onnx::ModelProto& model, const std::string& label) {
   std::optional<int> index;
   for (int i = 0; i < model.opset_import_size(); ++i) {
-    if (!analysis::is_default_domain(model.opset_import(i).domain())) continue;
+    if (!ir::is_default_domain(model.opset_import(i).domain())) continue;
     if (index) throw_bad_input(label, "the model imports the default ONNX domain twice");
     index = i;
   }
@@ -705,7 +651,7 @@ OpsetUpgradeResult upgrade_opset(onnx::ModelProto& model, int64_t target, const 
   UpgradePlan upgrade;
   {
     const ir::GraphView view(model.graph(), label);
-    NameAllocator names(model);
+    ir::NameAllocator names(model);
     upgrade = plan(match(view, from, target), from, target, label, rank_of, names);
   }
   apply(upgrade, *model.mutable_graph());

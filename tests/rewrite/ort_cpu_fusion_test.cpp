@@ -28,37 +28,7 @@
 namespace mixprec {
 namespace {
 
-using onnx::TensorProto;
-using testing::attr_ints;
-using testing::deterministic_values;
-using testing::ModelBuilder;
-
-constexpr int64_t kSide = 16;
-
-onnx::ModelProto hardswish_block() {
-  const auto conv3x3 = std::vector<onnx::AttributeProto>{attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})};
-  return ModelBuilder()
-      .add_input("x", TensorProto::FLOAT, {int64_t{1}, int64_t{3}, kSide, kSide})
-      .add_output("y", TensorProto::FLOAT, {int64_t{1}, int64_t{4}, kSide / 2, kSide / 2})
-      .add_initializer("w1", {8, 3, 3, 3}, deterministic_values(8 * 3 * 9, 1, 0.3f))
-      .add_initializer("b1", {8}, deterministic_values(8, 2, 0.1f))
-      .add_initializer("w2", {8, 8, 3, 3}, deterministic_values(8 * 8 * 9, 3, 0.2f))
-      .add_initializer("b2", {8}, deterministic_values(8, 4, 0.1f))
-      .add_initializer("w3", {4, 8, 1, 1}, deterministic_values(4 * 8, 5, 0.5f))
-      .add_initializer("three", {}, {3.0f})
-      .add_initializer("zero", {}, {0.0f})
-      .add_initializer("six", {}, {6.0f})
-      .add_node("Conv", {"x", "w1", "b1"}, {"c1"}, conv3x3, "c1")
-      .add_node("Relu", {"c1"}, {"r1"}, {}, "relu")
-      .add_node("Conv", {"r1", "w2", "b2"}, {"c2"}, conv3x3, "c2")
-      .add_node("Add", {"c2", "three"}, {"a"}, {}, "hs/add")
-      .add_node("Clip", {"a", "zero", "six"}, {"clipped"}, {}, "hs/clip")
-      .add_node("Mul", {"c2", "clipped"}, {"m"}, {}, "hs/mul")
-      .add_node("Div", {"m", "six"}, {"hs"}, {}, "hs/div")
-      .add_node("MaxPool", {"hs"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})}, "pool")
-      .add_node("Conv", {"p", "w3"}, {"y"}, {attr_ints("kernel_shape", {1, 1})}, "c3")
-      .build();
-}
+using testing::hardswish_block;
 
 const onnx::NodeProto* producer_of(const onnx::ModelProto& model, const std::string& tensor) {
   for (const auto& node : model.graph().node()) {

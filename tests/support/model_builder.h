@@ -121,4 +121,11 @@ onnx::ModelProto multi_output_model();
 // the input boxes.
 onnx::ModelProto nms_detection_model();
 
+// A block with one case of each OrtCpuFusion placement rule (the hard-swish of MobileNetV3 /
+// PP-OCR after a Conv):
+//   "x" [1, 3, 16, 16] -> Conv "c1" -> Relu "relu" -> Conv "c2" -> Add "hs/add" (+3)
+//     -> Clip "hs/clip" (0, 6) -> Mul "hs/mul" (c2 out x clip) -> Div "hs/div" (/6)
+//     -> MaxPool "pool" 2x2 -> Conv "c3" (1x1) -> "y" [1, 4, 8, 8]
+onnx::ModelProto hardswish_block();
+
 }  // namespace mixprec::testing

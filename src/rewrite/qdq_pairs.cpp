@@ -1,0 +1,147 @@
+#include "rewrite/qdq_pairs.h"
+
+#include <algorithm>
+
+#include "config/element_types.h"
+#include "ir/graph_view.h"
+#include "mixprec/error.h"
+#include "mixprec/tensor_proto.h"
+#include "rewrite/graph_edit.h"
+
+namespace mixprec::rewrite {
+namespace {
+
+void store_code(Tensor& t, size_t i, int32_t value) {
+  switch (t.dtype()) {
+    case DType::kInt8: t.as<int8_t>()[i] = static_cast<int8_t>(value); break;
+    case DType::kUInt8: t.as<uint8_t>()[i] = static_cast<uint8_t>(value); break;
+    case DType::kInt16: t.as<int16_t>()[i] = static_cast<int16_t>(value); break;
+    case DType::kUInt16: t.as<uint16_t>()[i] = static_cast<uint16_t>(value); break;
+    case DType::kInt32: t.as<int32_t>()[i] = value; break;
+    default: throw Error(ErrorKind::kInternal, "", "zero point of a non-integer type");
+  }
+}
+
+}  // namespace
+
+std::string cast_suffix(FormatId format) { return format == FormatId::kBFloat16 ? "_bf16" : "_fp16"; }
+
+// --- ActivationSpecs -------------------------------------------------------------------------
+
+ActivationSpecs::ActivationSpecs(const onnx::GraphProto& graph, const CalibrationStats& stats,
+                                 const QuantizeOptions& options, const std::string& label)
+    : stats_(stats), options_(options), label_(label), initializers_(index_initializers(graph)) {
+  const ir::GraphView view(graph, label);
+  element_types_ = selection::infer_element_types(view);
+}
+
+ResolvedSpec ActivationSpecs::resolve(const std::string& tensor, const TensorQuantSpec& spec) const {
+  if (!format_traits(spec.format).is_integer) return {spec.format, {}};
+  if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) return resolve_stats(it->second, spec);
+  if (const auto it = constant_stats_.find(tensor); it != constant_stats_.end()) return resolve_stats(it->second, spec);
+  const onnx::TensorProto* constant = initializer(tensor);
+  if (constant == nullptr) {
+    throw_bad_input(label_, "no calibration statistics for tensor '" + tensor +
+                                "' (statistics of another model, or of the model before preparation?)");
+  }
+  StatsCollector collector;
+  collector.update(tensor_from_proto(*constant, label_).to_floats());
+  return resolve_stats(constant_stats_.emplace(tensor, collector.stats()).first->second, spec);
+}
+
+ResolvedSpec ActivationSpecs::resolve_values(std::span<const float> values, const TensorQuantSpec& spec) const {
+  StatsCollector collector;
+  collector.update(values);
+  return resolve_stats(collector.stats(), spec);
+}
+
+ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec) const {
+  ResolvedSpec out{spec.format, {}};
+  const FormatTraits& traits = format_traits(spec.format);
+  if (!traits.is_integer) return out;
+  const bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(options_.activation_symmetric);
+  const CalibMethod method = spec.calib_method.value_or(options_.calib_method);
+  RangeOptions range_options = options_.range;
+  range_options.symmetric = symmetric;
+  const Range range = compute_range(stats, method, spec.format, range_options);
+  out.params = choose_params(spec.format, range.min, range.max,
+                             {.symmetric = symmetric, .power_of_two = calib_method_traits(method).power_of_two});
+  return out;
+}
+
+bool ActivationSpecs::is_float_tensor(const std::string& name) const {
+  if (stats_.tensors.count(name)) return true;
+  const auto it = element_types_.find(name);
+  return it == element_types_.end() || it->second == onnx::TensorProto::FLOAT;
+}
+
+const onnx::TensorProto* ActivationSpecs::initializer(const std::string& name) const {
+  const auto it = initializers_.find(name);
+  return it == initializers_.end() ? nullptr : it->second;
+}
+
+bool ActivationSpecs::is_float_initializer(const std::string& name) const {
+  const onnx::TensorProto* tensor = name.empty() ? nullptr : initializer(name);
+  return tensor != nullptr && tensor->data_type() == onnx::TensorProto::FLOAT;
+}
+
+// --- PairWriter ------------------------------------------------------------------------------
+
+PairWriter::PairWriter(onnx::ModelProto& model, const std::string& label, RewriteSummary& summary)
+    : graph_(*model.mutable_graph()), label_(label), summary_(summary), names_(model) {}
+
+std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spec, const std::string& out,
+                                  std::vector<onnx::NodeProto>& nodes) {
+  if (!spec.is_integer()) {
+    const std::string low = names_.fresh(in + cast_suffix(spec.format) + "_low");
+    nodes.push_back(cast_node(in, low, dtype_to_onnx(format_traits(spec.format).storage)));
+    nodes.push_back(cast_node(low, out, onnx::TensorProto::FLOAT));
+    need_opset(spec.format == FormatId::kBFloat16 ? kOpsetBFloat16Cast : kOpsetFloat16Cast);
+    ++summary_.cast_pairs;
+    return "";
+  }
+  const auto [scale, zero_point] = add_params(in, spec.format, spec.params);
+  const std::string q = names_.fresh(in + "_q");
+  nodes.push_back(ir::make_node({.op_type = "QuantizeLinear",
+                                 .name = names_.fresh(in + "_QuantizeLinear"),
+                                 .inputs = {in, scale, zero_point},
+                                 .outputs = {q}}));
+  nodes.push_back(ir::make_node({.op_type = "DequantizeLinear",
+                                 .name = names_.fresh(in + "_DequantizeLinear"),
+                                 .inputs = {q, scale, zero_point},
+                                 .outputs = {out}}));
+  need_opset(std::max(kOpsetPerTensorQdq, format_traits(spec.format).min_opset));
+  ++summary_.qdq_pairs;
+  return q;
+}
+
+std::string PairWriter::pair_output_name(const std::string& tensor, const ResolvedSpec& spec) {
+  return names_.fresh(tensor + (spec.is_integer() ? "_dq" : cast_suffix(spec.format)));
+}
+
+std::pair<std::string, std::string> PairWriter::add_params(const std::string& base, FormatId format,
+                                                           const QuantParams& params) {
+  const Shape shape = params.axis >= 0 ? Shape{static_cast<int64_t>(params.scale.size())} : Shape{};
+  const std::string scale = names_.fresh(base + "_scale");
+  add_initializer(tensor_to_proto(Tensor::from_floats(shape, params.scale), scale));
+  Tensor zp(format_traits(format).storage, shape);
+  for (size_t i = 0; i < params.zero_point.size(); ++i) store_code(zp, i, params.zero_point[i]);
+  const std::string zero_point = names_.fresh(base + "_zero_point");
+  add_initializer(tensor_to_proto(zp, zero_point));
+  return {scale, zero_point};
+}
+
+onnx::NodeProto PairWriter::cast_node(const std::string& in, const std::string& out, int32_t to) {
+  return ir::make_node({.op_type = "Cast",
+                        .name = names_.fresh(out + "_Cast"),
+                        .inputs = {in},
+                        .outputs = {out},
+                        .attributes = {ir::make_int_attribute("to", to)}});
+}
+
+void PairWriter::flush_initializers() {
+  for (onnx::TensorProto& tensor : new_initializers_) *graph_.add_initializer() = std::move(tensor);
+  new_initializers_.clear();
+}
+
+}  // namespace mixprec::rewrite

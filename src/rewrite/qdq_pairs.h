@@ -1,0 +1,111 @@
+// What insert_qdq and place_for_ort_fusion both need to put a tensor through a format:
+//   ActivationSpecs  the parameters an activation gets from its spec and the calibration
+//                    statistics (a constant's values are its statistics), and which tensors
+//                    are float;
+//   PairWriter       the nodes and initializers of a pair: QuantizeLinear -> DequantizeLinear
+//                    for integer formats, Cast(to low) -> Cast(to float) for bf16/fp16, with
+//                    fresh names, counted in the RewriteSummary, and the opset they need.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "ir/node_builder.h"
+#include "mixprec/formats.h"
+#include "mixprec/rewrite.h"
+
+namespace mixprec::rewrite {
+
+// Opsets the inserted nodes need (ONNX operator changelog).
+inline constexpr int64_t kOpsetPerTensorQdq = 10;
+inline constexpr int64_t kOpsetPerChannelQdq = 13;  // DequantizeLinear `axis`
+inline constexpr int64_t kOpsetBFloat16Cast = 13;   // Cast to/from bfloat16
+inline constexpr int64_t kOpsetFloat16Cast = 6;
+
+// A spec with the defaults filled in and, for integer formats, its scale and zero point.
+struct ResolvedSpec {
+  FormatId format = FormatId::kFloat32;
+  QuantParams params;  // integer formats only
+
+  bool is_integer() const { return format_traits(format).is_integer; }
+};
+
+// The activation side of a graph as a pass sees it when it starts. Borrows its arguments.
+class ActivationSpecs {
+ public:
+  ActivationSpecs(const onnx::GraphProto& graph, const CalibrationStats& stats, const QuantizeOptions& options,
+                  const std::string& label);
+
+  // `spec` for `tensor`: the range from the tensor's statistics (an initializer's values when
+  // calibration did not see it) through the spec's method. kBadInput when there are neither.
+  ResolvedSpec resolve(const std::string& tensor, const TensorQuantSpec& spec) const;
+  // `spec` for a constant that is not (yet) in the graph.
+  ResolvedSpec resolve_values(std::span<const float> values, const TensorQuantSpec& spec) const;
+
+  // Activations are quantized only when they are float: declared or inferred float, or seen
+  // as float32 by calibration. Tensors of another known type (int64 shapes, bool masks) pass
+  // through; a tensor of unknown type without statistics is an error in resolve().
+  bool is_float_tensor(const std::string& name) const;
+  // An initializer of the graph as it was when this was made; nullptr otherwise.
+  const onnx::TensorProto* initializer(const std::string& name) const;
+  bool is_float_initializer(const std::string& name) const;
+
+ private:
+  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec) const;
+
+  const CalibrationStats& stats_;
+  const QuantizeOptions& options_;
+  const std::string& label_;
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
+  std::unordered_map<std::string, int32_t> element_types_;  // declared or inferred
+  mutable std::map<std::string, TensorStats> constant_stats_;
+};
+
+// Writes pairs and their parameters into one model. New initializers are held until
+// flush_initializers(), so pointers to the graph's initializers stay valid meanwhile.
+class PairWriter {
+ public:
+  PairWriter(onnx::ModelProto& model, const std::string& label, RewriteSummary& summary);
+
+  ir::NameAllocator& names() { return names_; }
+  const std::string& label() const { return label_; }
+  RewriteSummary& summary() { return summary_; }
+
+  // Appends the nodes that take `in` through `spec` to `out` to `nodes` and counts the pair;
+  // returns the codes (the QuantizeLinear's output), "" for a cast pair.
+  std::string emit_pair(const std::string& in, const ResolvedSpec& spec, const std::string& out,
+                        std::vector<onnx::NodeProto>& nodes);
+  // A fresh name for the output of a pair on `tensor`: "<tensor>_dq", "<tensor>_bf16", ...
+  std::string pair_output_name(const std::string& tensor, const ResolvedSpec& spec);
+  // Scale and zero-point initializers "<base>_scale", "<base>_zero_point" (scalars per tensor,
+  // 1-D per channel); returns their names.
+  std::pair<std::string, std::string> add_params(const std::string& base, FormatId format, const QuantParams& params);
+  onnx::NodeProto cast_node(const std::string& in, const std::string& out, int32_t to);
+
+  void add_initializer(onnx::TensorProto tensor) { new_initializers_.push_back(std::move(tensor)); }
+  void flush_initializers();
+
+  void need_opset(int64_t opset) { required_opset_ = std::max(required_opset_, opset); }
+  // The default-domain opset the written nodes need.
+  int64_t required_opset() const { return required_opset_; }
+
+ private:
+  onnx::GraphProto& graph_;
+  const std::string& label_;
+  RewriteSummary& summary_;
+  ir::NameAllocator names_;
+  std::vector<onnx::TensorProto> new_initializers_;
+  int64_t required_opset_ = 0;
+};
+
+// "_bf16" or "_fp16": how names mark a low-precision copy.
+std::string cast_suffix(FormatId format);
+
+}  // namespace mixprec::rewrite
