@@ -4,8 +4,8 @@
 //
 //   mixprec_bench [--full] [--out FILE] [--repeats R] [--only FIGURE] [--micro]
 //
-// --full: 5 repeats, 256-sample memory runs, 50 latency runs and the measured ranking (tens of
-// minutes).
+// --full: 5 repeats, 256-sample memory runs, 50 latency runs, the measured ranking and the
+// 1,000-sample explore memory run (tens of minutes).
 // --only FIGURE: that figure alone (figure 5 calibrates on its own when figure 1 does not run).
 // --micro: run the Google Benchmark micro benchmarks instead (statistics binning throughput).
 #include <sys/resource.h>
@@ -118,24 +118,17 @@ std::vector<NamedTensors> load_samples(const DataSpec& spec, const Session& sess
 
 std::string model_path(const ModelCase& c) { return std::string(MIXPREC_MODELS_DIR) + "/" + c.file; }
 
-// Peak resident memory (MiB) of a child process that calibrates on `count` random samples.
-double calibration_peak_rss_mib(const ModelCase& c, size_t count) {
+// Peak resident memory (MiB) of a child process that does `work` (-1 when it fails).
+double child_peak_rss_mib(const std::function<void()>& work) {
   int fds[2];
   if (::pipe(fds) != 0) return -1;
+  std::fflush(stdout);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
     double mib = -1;
     try {
-      const std::string path = model_path(c);
-      const onnx::ModelProto prepared = prepare_model(load_model(path), {.fold_batchnorm = true}, path);
-      const Session probe = Session::from_model(prepared, path);
-      DataSpec spec;
-      spec.data.random_samples = count;
-      spec.data.seed = 7;
-      spec.data.input_shapes[probe.inputs().at(0).name] = {1, 3, c.height, c.width};
-      const auto source = open_samples(spec, probe.inputs(), path);
-      calibrate_model(prepared, path, *source);
+      work();
       rusage usage{};
       ::getrusage(RUSAGE_SELF, &usage);
       mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
@@ -152,6 +145,26 @@ double calibration_peak_rss_mib(const ModelCase& c, size_t count) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return mib;
+}
+
+// `count` seeded random samples of the model's input at HxW.
+DataSpec random_data(const std::string& path, size_t count, uint64_t seed, int64_t height, int64_t width) {
+  DataSpec spec;
+  spec.data.random_samples = count;
+  spec.data.seed = seed;
+  spec.data.input_shapes[Session::from_file(path).inputs().at(0).name] = {1, 3, height, width};
+  return spec;
+}
+
+// Peak resident memory (MiB) of a child process that calibrates on `count` random samples.
+double calibration_peak_rss_mib(const ModelCase& c, size_t count) {
+  return child_peak_rss_mib([&] {
+    const std::string path = model_path(c);
+    const onnx::ModelProto prepared = prepare_model(load_model(path), {.fold_batchnorm = true}, path);
+    const Session probe = Session::from_model(prepared, path);
+    const auto source = open_samples(random_data(path, count, 7, c.height, c.width), probe.inputs(), path);
+    calibrate_model(prepared, path, *source);
+  });
 }
 
 // Single-core read bandwidth (bytes/s): the best of 5 passes over a 256 MiB buffer, XOR-reduced
@@ -197,6 +210,7 @@ class Bench {
     if (wanted(4)) explore_figure(kCases[1]);
     if (wanted(5)) for (const auto& c : kCases) latency_figure(c);
     if (wanted(6)) rewrite_figure(kCases[1]);
+    if (wanted(7)) explore_memory_figure(kCases[1]);
     print();
     write_json();
     return 0;
@@ -439,6 +453,52 @@ class Bench {
     });
     json_["load_rewrite_save"][c.name] = timing_json(t);
     add({"6 load+rewrite+save (ms)", c.name, "XINT8 from saved statistics", 1000 * t.median, "", true});
+  }
+
+  // 7. Peak resident memory of explore on det at 640x640 with many evaluation samples (seeded
+  // random data): the evaluation samples and FP32 references stay in memory up to
+  // --eval-cache-mb (default 1 GiB), the rest is spilled to the work dir and streamed back.
+  // Each run in a child process: 4 random calibration samples, dynamic-range ranking,
+  // bisection, one step (full INT8, full BF16 and one step: three evaluation passes and the
+  // reference pass).
+  void explore_memory_figure(const ModelCase& c) {
+    constexpr int64_t kSide = 640;
+    constexpr size_t kSpilledBudget = size_t{64} << 20;
+    const size_t default_budget = EvaluationSetup{}.eval_cache_bytes;
+    struct Run {
+      size_t samples, budget;
+      const char* what;
+    };
+    std::vector<Run> runs = {{100, default_budget, "in memory (1 GiB budget)"}, {100, kSpilledBudget, "spilled (64 MiB budget)"}};
+    if (options_.full) runs.push_back({1000, default_budget, "1 GiB budget, the rest spilled"});
+    const std::string path = model_path(c);
+    for (const Run& run : runs) {
+      const std::string dir = (fs::temp_directory_path() / "mixprec_bench_explore_memory").string();
+      fs::remove_all(dir);
+      ExploreParams p;
+      p.setup = {.model_path = path,
+                 .work_dir = dir,
+                 .calibration = random_data(path, 4, 3, kSide, kSide),
+                 .evaluation = random_data(path, run.samples, 11, kSide, kSide),
+                 .criterion = {.target = parse_target("psnr>30")},
+                 .eval_cache_bytes = run.budget};
+      p.search.ranking = Ranking::kDynamicRange;
+      p.search.search = SearchMode::kBisection;
+      p.search.bf16_budget = 1.0;
+      p.search.max_iterations = 1;
+      const auto t0 = Clock::now();
+      const double mib = child_peak_rss_mib([&] { explore(p); });
+      const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      fs::remove_all(dir);
+      const std::string key = std::to_string(run.samples) + (run.budget == default_budget ? "_default" : "_spilled");
+      json_["explore_memory"][c.name][key] = {{"samples", run.samples},
+                                              {"input", "640x640"},
+                                              {"eval_cache_bytes", run.budget},
+                                              {"peak_rss_mib", mib},
+                                              {"seconds", seconds}};
+      add({"7 explore peak RSS (MiB)", c.name, "640x640, " + std::to_string(run.samples) + " samples, " + run.what, mib,
+           "< 2048", mib > 0 && mib < 2048});
+    }
   }
 
   void print() const {

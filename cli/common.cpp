@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <cstdint>
 #include <cstdio>
 
 #include "mixprec/error.h"
@@ -90,6 +91,10 @@ void SetupFlags::add_to(CLI::App& cmd, size_t default_random, const std::string&
   cmd.add_option("--calibration-data", calibration, calibration_help);
   data.add_to(cmd, "--data", default_random);
   criterion.add_to(cmd);
+  cmd.add_option("--eval-cache-mb", eval_cache_mb,
+                 "MiB of evaluation samples and FP32 references held in memory; the rest is spilled to a file in "
+                 "the work dir and streamed back (same results)")
+      ->capture_default_str();
 }
 
 EvaluationSetup SetupFlags::resolve(const std::string& model, const std::string& work_dir,
@@ -104,6 +109,8 @@ EvaluationSetup SetupFlags::resolve(const std::string& model, const std::string&
   setup.calibration.data.random_samples = 0;
   setup.criterion = {.tolerance = criterion.tolerance, .target = criterion.resolve_target()};
   setup.progress = progress_bar(progress_label);
+  if (eval_cache_mb > (SIZE_MAX >> 20)) throw_bad_input("", "--eval-cache-mb " + std::to_string(eval_cache_mb) + " is too large");
+  setup.eval_cache_bytes = eval_cache_mb << 20;
   return setup;
 }
 

@@ -94,12 +94,13 @@ struct CriterionFlags {
 };
 
 // The evaluation setup of a command: --calibration-data, the sample flags (--data, --random,
-// --seed, --input-shape, --preprocess, --image-size; calibration files share the preprocessing)
-// and the criterion flags.
+// --seed, --input-shape, --preprocess, --image-size; calibration files share the preprocessing),
+// the criterion flags and --eval-cache-mb.
 struct SetupFlags {
   std::vector<std::string> calibration;
   SampleFlags data;
   CriterionFlags criterion;
+  size_t eval_cache_mb = EvaluationSetup{}.eval_cache_bytes >> 20;
 
   // `default_random`: --random's default when no --data is given.
   void add_to(CLI::App& cmd, size_t default_random, const std::string& calibration_help);

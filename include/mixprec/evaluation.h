@@ -63,6 +63,10 @@ struct EvaluationSetup {
   DataSpec evaluation;         // empty: see evaluation_data()
   Criterion criterion;
   ProgressFn progress;         // calibration (and comparison) progress
+  // Bytes of evaluation samples and FP32 reference outputs a workbench holds in memory; the
+  // samples beyond are spilled to a file in the work dir (a temp file without one) and read
+  // back one at a time by every pass. Results do not depend on it.
+  size_t eval_cache_bytes = size_t{1} << 30;
 };
 
 // The data calibration runs on. One rule for every command: the setup's calibration data when

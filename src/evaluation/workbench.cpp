@@ -46,10 +46,12 @@ void Workbench::cache_reference() {
   const auto source = open_samples(evaluation_data(setup_), reference.inputs(), label);
   if (source->size() == 0) throw_bad_input(label, "no evaluation samples");
   data_description_ = source->describe();
+  samples_ = std::make_unique<SampleStore>(setup_.eval_cache_bytes, setup_.work_dir);
   const auto t0 = Clock::now();
   for (size_t i = 0; i < source->size(); ++i) {
-    inputs_.push_back(source->sample(i));
-    references_.push_back(reference.run(inputs_.back()));
+    NamedTensors inputs = source->sample(i);
+    NamedTensors outputs = reference.run(inputs);
+    samples_->add(std::move(inputs), std::move(outputs));
   }
   reference_seconds_ = seconds_since(t0);
 }
@@ -67,7 +69,7 @@ std::vector<std::string> Workbench::integer_layers(const QuantConfig& config) co
 const MacEstimate& Workbench::macs() {
   if (!macs_) {
     std::map<std::string, std::vector<int64_t>> shapes;
-    for (const auto& [name, tensor] : inputs_.front()) shapes[name] = tensor.shape();
+    for (const auto& [name, tensor] : samples_->inputs(0)) shapes[name] = tensor.shape();
     macs_ = estimate_node_macs(prepared_, shapes, setup_.model_path);
   }
   return *macs_;
@@ -131,7 +133,7 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
   const Session reference = Session::from_model(expose_intermediates(prepared_, names, label), label, session_);
   const Session quantized = Session::from_model(expose_intermediates(built, names, label), label, session_);
   std::map<std::string, std::pair<double, double>> power;  // noise, signal
-  for (const auto& sample : inputs_) {
+  samples_->for_each([&](size_t, const NamedTensors& sample, const NamedTensors&) {
     const NamedTensors want = reference.run(sample, names);
     const NamedTensors got = quantized.run(sample, names);
     for (size_t t = 0; t < want.size() && t < got.size(); ++t) {
@@ -150,7 +152,7 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
         signal += static_cast<double>(r[i]) * r[i];
       }
     }
-  }
+  });
   std::map<std::string, double> ratio;
   for (const auto& [name, p] : power) ratio[name] = p.second > 0 ? p.first / p.second : (p.first > 0 ? 1.0 : 0.0);
   return ratio;
@@ -176,7 +178,9 @@ Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
   e.model = std::make_shared<const onnx::ModelProto>(model);
   const Session session = Session::from_model(*e.model, setup_.model_path, session_);
   ModelComparer comparer(setup_.criterion.tolerance);
-  for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));
+  samples_->for_each([&](size_t, const NamedTensors& inputs, const NamedTensors& reference) {
+    comparer.add(reference, session.run(inputs));
+  });
   e.metrics = comparer.results();
   e.verdict = judge(task_.type, e.metrics, setup_.criterion.target);
   for (const auto& m : e.metrics) {

@@ -4,6 +4,11 @@
 // from the cached statistics plus one evaluation pass; nothing re-runs calibration or the FP32
 // model. explore, dry-run, ladder, requantize and guide share it.
 //
+// The evaluation samples and their references are held in memory up to the setup's
+// eval_cache_bytes and spilled to a file in the work dir (a temp file without one) beyond it
+// (evaluation/sample_store.h); every pass streams them back one sample at a time, with the
+// same results as from memory.
+//
 // Every session it builds measures accuracy, so every one is an accuracy_session() (CPU,
 // whatever the deployment's provider): the rule lives here, not in its callers.
 #pragma once
@@ -28,6 +33,7 @@
 #include "mixprec/metrics.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
+#include "evaluation/sample_store.h"
 
 namespace mixprec {
 
@@ -63,8 +69,9 @@ class Workbench {
   const std::string& stats_path() const { return stats_path_; }
   double calibration_seconds() const { return calibration_seconds_; }
   double reference_seconds() const { return reference_seconds_; }
-  size_t samples() const { return inputs_.size(); }
-  const NamedTensors& sample(size_t index) const { return inputs_.at(index); }
+  size_t samples() const { return samples_->size(); }
+  size_t spilled_samples() const { return samples_->spilled(); }  // read back from the spill file
+  NamedTensors sample(size_t index) const { return samples_->inputs(index); }
   size_t evaluations() const { return evaluations_; }
   const std::string& data_description() const { return data_description_; }
 
@@ -116,8 +123,7 @@ class Workbench {
   double calibration_seconds_ = 0;
   double reference_seconds_ = 0;
   std::map<std::string, int64_t> ranks_;
-  std::vector<NamedTensors> inputs_;
-  std::vector<NamedTensors> references_;
+  std::unique_ptr<SampleStore> samples_;  // evaluation inputs and FP32 references
   std::string data_description_;
   size_t evaluations_ = 0;
   std::optional<MacEstimate> macs_;

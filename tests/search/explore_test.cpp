@@ -190,6 +190,32 @@ TEST_F(ExploreTest, SameInputsGiveTheSameLedger) {
   EXPECT_EQ(first.ranking, second.ranking);
 }
 
+// A budget of 0 bytes spills every evaluation sample to a file in the work dir: the metrics,
+// ranking and ledger are those of the in-memory run, and no spill file is left.
+TEST_F(ExploreTest, SpilledEvaluationSamplesGiveTheSameLedgerAsInMemory) {
+  for (Ranking ranking : {Ranking::kLayerError, Ranking::kMeasured}) {
+    fs::remove_all(path("work"));
+    ExploreParams p = params(ranking);
+    const ExploreResult memory = explore(p);
+    const std::vector<std::string> memory_ledger = ledger_without_timings(memory.ledger_path);
+    fs::remove_all(path("work"));
+    p.setup.eval_cache_bytes = 0;  // every sample is spilled
+    const ExploreResult spilled = explore(p);
+    EXPECT_EQ(ledger_without_timings(spilled.ledger_path), memory_ledger) << to_string(ranking);
+    EXPECT_EQ(spilled.ranking, memory.ranking) << to_string(ranking);
+    ASSERT_EQ(spilled.final_metrics.size(), memory.final_metrics.size());
+    for (size_t i = 0; i < memory.final_metrics.size(); ++i) {
+      EXPECT_EQ(spilled.final_metrics[i].psnr_db, memory.final_metrics[i].psnr_db);
+      EXPECT_EQ(spilled.final_metrics[i].pass_rate, memory.final_metrics[i].pass_rate);
+      EXPECT_EQ(spilled.int8_metrics[i].psnr_db, memory.int8_metrics[i].psnr_db);
+    }
+    EXPECT_TRUE(file(spilled.final_model_path) == file(memory.final_model_path));
+    for (const auto& entry : fs::directory_iterator(path("work"))) {
+      EXPECT_EQ(entry.path().filename().string().find("eval-cache"), std::string::npos) << entry.path();
+    }
+  }
+}
+
 TEST_F(ExploreTest, TwoLayersNeedTwoAcceptedSteps) {
   ExploreParams p = params(Ranking::kDynamicRange);
   save_model(two_sensitive_layers_model(), p.setup.model_path);
