@@ -121,11 +121,17 @@ struct CalibrateOptions {
   size_t max_samples = 0;  // 0: every sample of the source; else spread_subset(size, max, seed)
   uint64_t seed = 0;       // of the subset
   ProgressFn progress;
+  // The tensors observed (graph inputs or node outputs; see evaluation/exposure.h for the ones
+  // a quantization reads). Empty: every graph input and node output.
+  std::vector<std::string> tensors;
+  size_t binning_threads = 0;  // beside the run's own thread; 0: one per core
 };
 
-// One streaming pass over `source`: min/max/histogram of every float tensor of the main graph
-// (graph inputs and every node output). Memory does not grow with the number of samples. The
-// statistics' data_description says how many of how many samples were used.
+// One streaming pass over `source`: min/max/histogram of every observed float tensor, and the
+// rank of every observed tensor. The tensors stay inside ONNX Runtime (tap nodes hand them to
+// the binning, runtime.h), so the run keeps its memory planning; binning overlaps the runs.
+// Memory does not grow with the number of samples. The statistics' data_description says how
+// many of how many samples were used.
 CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
                                  const SampleSource& source, const CalibrateOptions& options = {});
 

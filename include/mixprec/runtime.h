@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,9 @@ struct SessionOptions {
   GraphOptimization optimization = GraphOptimization::kBasic;
   // When set, ONNX Runtime writes the optimized graph there.
   std::string optimized_model_path;
+  // Off for sessions that run beside another one: ONNX Runtime's idle threads then sleep
+  // instead of spinning on the cores the other needs.
+  bool spin_wait = true;
 };
 
 // Providers compiled into the loaded ONNX Runtime ("CPUExecutionProvider", ...).
@@ -47,12 +51,42 @@ std::string runtime_library();
 // so far: errors as warnings, warnings as info (a CLI shows them with -v and counts them otherwise).
 size_t runtime_log_messages();
 
+// A tensor as ONNX Runtime holds it during a run; valid only inside TapSink::observe.
+struct TensorView {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  const std::byte* data = nullptr;
+  size_t bytes = 0;
+
+  std::span<const float> floats() const {  // float32 tensors only
+    return {reinterpret_cast<const float*>(data), bytes / sizeof(float)};
+  }
+};
+
+// Receives the tapped tensors of a Session::tapped session while it runs, on the thread that
+// called run_taps(), in the order ONNX Runtime executes the taps. An exception thrown here
+// ends the run and is rethrown by run_taps().
+class TapSink {
+ public:
+  virtual ~TapSink() = default;
+  // `tap` indexes the tensor names the session was built with.
+  virtual void observe(size_t tap, const TensorView& tensor) = 0;
+};
+
 class Session {
  public:
   static Session from_file(const std::string& model_path, const SessionOptions& options = {});
   // `label` names the model in error messages (a path or "quantized model").
   static Session from_model(const onnx::ModelProto& model, const std::string& label,
                             const SessionOptions& options = {});
+
+  // A session of `model` in which each of `tensors` (graph inputs or node outputs of the main
+  // graph) is observed by `sink` as it is computed: a tap node (a CPU custom op of mixprec's)
+  // reads it and hands it over without making it a graph output, so ONNX Runtime keeps its
+  // memory planning and frees each buffer after its last reader. `sink` must outlive the
+  // session. Unknown names are kBadInput.
+  static Session tapped(const onnx::ModelProto& model, const std::string& label, const std::vector<std::string>& tensors,
+                        TapSink& sink, const SessionOptions& options = {});
 
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
@@ -66,10 +100,16 @@ class Session {
   // Runs once. `inputs` must name every model input, each with the input's dtype and rank and
   // matching static dims. Returns the requested outputs (all outputs when empty) in order.
   NamedTensors run(const NamedTensors& inputs, const std::vector<std::string>& output_names = {}) const;
+  // A run of a tapped session that fetches nothing but the taps: every tapped tensor reaches
+  // the sink (and whatever it needs is computed), nothing is copied out.
+  void run_taps(const NamedTensors& inputs) const;
 
  private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
+  // `taps`: register mixprec's tap op with the session.
+  static std::unique_ptr<Impl> build_in_memory(const onnx::ModelProto& model, const std::string& label,
+                                               const SessionOptions& options, bool taps);
   std::unique_ptr<Impl> impl_;
 };
 

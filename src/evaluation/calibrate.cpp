@@ -1,5 +1,9 @@
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <functional>
 #include <random>
 #include <set>
@@ -79,10 +83,154 @@ std::vector<size_t> spread_subset(size_t total, size_t count, uint64_t seed) {
   return indices;
 }
 
+namespace {
+
+// Receives the tapped tensors of the calibration session and bins them on worker threads while
+// ONNX Runtime goes on with the run (and with the next sample's run): each float tensor is
+// copied into a pooled buffer and queued. At most kQueueBytes of copies wait (more only when
+// one tensor is larger); past that, the run's thread bins queued work itself until there is room.
+// Binning is exact and independent of order and batching (mixprec/calibration.h), and each
+// tensor's collector takes one sample at a time, so the statistics do not depend on the thread
+// count or on which thread bins what.
+class Binner : public TapSink {
+ public:
+  Binner(const std::vector<std::string>& tensors, size_t workers)
+      : collectors_(tensors.size()), seen_(tensors.size(), false), ranks_(tensors.size(), -1),
+        locks_(std::make_unique<std::mutex[]>(tensors.size())) {
+    for (size_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
+  }
+  ~Binner() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& thread : threads_) thread.join();
+  }
+
+  void observe(size_t tap, const TensorView& tensor) override {
+    ranks_[tap] = static_cast<int64_t>(tensor.shape.size());
+    if (tensor.dtype != DType::kFloat32) return;  // shapes, indices, masks: nothing to calibrate
+    seen_[tap] = true;
+    const size_t count = tensor.bytes / sizeof(float);
+    Job job{tap, take_buffer(count), count};
+    std::memcpy(job.buffer.data.get(), tensor.data, tensor.bytes);
+    std::unique_lock lock(mutex_);
+    while (!queue_.empty() && queued_bytes_ + tensor.bytes > kQueueBytes) {
+      Job queued = std::move(queue_.front());
+      queue_.pop_front();
+      queued_bytes_ -= queued.count * sizeof(float);
+      ++busy_;
+      lock.unlock();
+      bin(queued);
+      lock.lock();
+      --busy_;
+    }
+    queued_bytes_ += tensor.bytes;
+    queue_.push_back(std::move(job));
+    lock.unlock();
+    wake_.notify_one();
+  }
+
+  // Waits until every queued tensor is binned.
+  void drain() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [&] { return queue_.empty() && busy_ == 0; });
+  }
+
+  bool seen(size_t tap) const { return seen_[tap]; }
+  int64_t rank(size_t tap) const { return ranks_[tap]; }
+  const TensorStats& stats(size_t tap) const { return collectors_[tap].stats(); }
+
+ private:
+  static constexpr size_t kQueueBytes = size_t{64} << 20;
+
+  struct Buffer {
+    std::unique_ptr<float[]> data;
+    size_t capacity = 0;
+  };
+  struct Job {
+    size_t tap = 0;
+    Buffer buffer;
+    size_t count = 0;
+  };
+
+  Buffer take_buffer(size_t count) {
+    {
+      std::lock_guard lock(mutex_);
+      // The smallest pooled buffer that holds `count` values.
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->capacity >= count && (best == free_.end() || it->capacity < best->capacity)) best = it;
+      }
+      if (best != free_.end()) {
+        Buffer buffer = std::move(*best);
+        free_.erase(best);
+        return buffer;
+      }
+    }
+    return {std::unique_ptr<float[]>(new float[std::max<size_t>(count, 1)]), std::max<size_t>(count, 1)};
+  }
+
+  void bin(Job& job) {
+    {
+      std::lock_guard lock(locks_[job.tap]);
+      collectors_[job.tap].update({job.buffer.data.get(), job.count});
+    }
+    std::lock_guard lock(mutex_);
+    // Pooled buffers stay within the queue's bound (plus the largest tensor).
+    size_t pooled = 0;
+    for (const auto& b : free_) pooled += b.capacity * sizeof(float);
+    if (pooled + job.buffer.capacity * sizeof(float) <= 2 * kQueueBytes || free_.empty()) {
+      free_.push_back(std::move(job.buffer));
+    }
+  }
+
+  void work() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      queued_bytes_ -= job.count * sizeof(float);
+      ++busy_;
+      lock.unlock();
+      bin(job);
+      lock.lock();
+      --busy_;
+      if (queue_.empty() && busy_ == 0) idle_.notify_all();
+    }
+  }
+
+  std::vector<StatsCollector> collectors_;
+  std::vector<bool> seen_;  // written by the run's thread only
+  std::vector<int64_t> ranks_;
+  std::unique_ptr<std::mutex[]> locks_;  // one per collector
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<Job> queue_;
+  std::vector<Buffer> free_;
+  size_t queued_bytes_ = 0;
+  size_t busy_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
 CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
                                  const SampleSource& source, const CalibrateOptions& options) {
-  const onnx::ModelProto exposed = expose_intermediates(prepared, main_graph_tensors(prepared), label);
-  const Session session = Session::from_model(exposed, label, options.session);
+  std::vector<std::string> tensors = options.tensors;
+  if (tensors.empty()) {
+    for (const auto& input : prepared.graph().input()) tensors.push_back(input.name());
+    std::erase_if(tensors, [&](const std::string& name) {
+      return std::any_of(prepared.graph().initializer().begin(), prepared.graph().initializer().end(),
+                         [&](const auto& init) { return init.name() == name; });
+    });
+    const auto outputs = main_graph_tensors(prepared);
+    tensors.insert(tensors.end(), outputs.begin(), outputs.end());
+  }
   const size_t available = source.size();
   const std::vector<size_t> used =
       spread_subset(available, options.max_samples ? options.max_samples : available, options.seed);
@@ -95,37 +243,24 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
                                                : std::to_string(total) + " of " + source.describe() +
                                                      " (seeded, evenly spread; NumCalibSamples " +
                                                      std::to_string(options.max_samples) + ")";
-  std::map<std::string, StatsCollector> collectors;
-  // Binning runs while ONNX Runtime is idle, spread over the cores: each tensor's collector is
-  // updated by one thread per sample, in sample order, so the statistics do not depend on the
-  // thread count.
-  const size_t workers = std::max<size_t>(1, std::thread::hardware_concurrency());
-  std::vector<std::pair<StatsCollector*, const Tensor*>> jobs;
-  auto queue = [&](const NamedTensors& tensors) {
-    for (const auto& [name, tensor] : tensors) {
-      stats.ranks[name] = static_cast<int64_t>(tensor.shape().size());
-      if (tensor.dtype() != DType::kFloat32) continue;  // shapes, indices, masks: nothing to calibrate
-      jobs.emplace_back(&collectors[name], &tensor);
+  // One binning thread per core beside the run's own (ONNX Runtime's threads wait for work
+  // between kernels; the binning fills those gaps and the time after the last kernel).
+  const size_t workers = options.binning_threads ? options.binning_threads
+                                                 : std::max<size_t>(1, std::thread::hardware_concurrency());
+  {
+    Binner binner(tensors, workers);
+    const Session session = Session::tapped(prepared, label, tensors, binner, options.session);
+    for (size_t i = 0; i < total; ++i) {
+      session.run_taps(source.sample(used[i]));
+      if (options.progress) options.progress(i + 1, total);
     }
-  };
-  for (size_t i = 0; i < total; ++i) {
-    const NamedTensors inputs = source.sample(used[i]);
-    const NamedTensors outputs = session.run(inputs);
-    jobs.clear();
-    queue(inputs);
-    queue(outputs);
-    std::atomic<size_t> next{0};
-    const auto work = [&] {
-      for (size_t j = next++; j < jobs.size(); j = next++) jobs[j].first->update(jobs[j].second->as<float>());
-    };
-    std::vector<std::thread> helpers;
-    for (size_t w = 1; w < std::min(workers, jobs.size()); ++w) helpers.emplace_back(work);
-    work();
-    for (auto& helper : helpers) helper.join();
-    if (options.progress) options.progress(i + 1, total);
+    binner.drain();
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      if (binner.rank(t) >= 0) stats.ranks[tensors[t]] = binner.rank(t);
+      if (binner.seen(t)) stats.tensors.emplace(tensors[t], binner.stats(t));
+    }
   }
   stats.samples = total;
-  for (auto& [name, collector] : collectors) stats.tensors.emplace(name, collector.stats());
   return stats;
 }
 

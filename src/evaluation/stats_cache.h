@@ -10,10 +10,12 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
 #include "mixprec/calibration.h"
+#include "mixprec/config.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/rewrite.h"
 
@@ -27,6 +29,9 @@ struct StatsRequest {
                            // written after collecting; empty: neither
   size_t max_samples = 0;  // NumCalibSamples (0: every sample; 100 random ones without data)
   SessionOptions session;  // accuracy_session()
+  // The config the statistics serve, beside every preset (evaluation/exposure.h); nullptr:
+  // the presets only.
+  const QuantConfig* config = nullptr;
 };
 
 struct CachedStats {
@@ -37,8 +42,21 @@ struct CachedStats {
 
 // `calibration_graph` is prepare_model(model, calibration_preparation(...)) of the setup's
 // model. The samples are calibration_data(setup, ...), resolved only when collecting.
+// Calibration observes calibration_exposure(graph, request.config); the tensors a file holds
+// are the ones its ranks name (every observed tensor has a rank). When a file lacks tensors the
+// exposure asks for (statistics of an earlier run under other configs), they are collected on
+// the same data and added (the file is rewritten); statistics collected on other data than
+// this setup's are kBadInput naming the file.
+
 CachedStats load_or_collect_stats(const onnx::ModelProto& calibration_graph, const EvaluationSetup& setup,
                                   const StatsRequest& request);
+
+// Collects the statistics of those of `tensors` (names of the calibration graph) that `stats`
+// lacks, on the setup's calibration data, adds them to `stats` and rewrites request.path when
+// set. False when nothing was missing. kBadInput naming the file when `stats` came from other
+// data than this setup's.
+bool add_missing_stats(const onnx::ModelProto& calibration_graph, const EvaluationSetup& setup,
+                       const StatsRequest& request, const std::vector<std::string>& tensors, CalibrationStats& stats);
 
 // The rank of every tensor of `prepared`: inferred (infer_tensor_ranks, exactly from `sample`
 // when given), then overridden by the ranks calibration saw (exact).

@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/timing.h"
+#include "evaluation/exposure.h"
 #include "evaluation/stats_cache.h"
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
@@ -28,15 +33,20 @@ void Workbench::load_or_calibrate(const onnx::ModelProto& model) {
     stats_path_ = (std::filesystem::path(setup_.work_dir) / options_.stats_file).string();
   }
   const PrepareOptions calibration = calibration_preparation(options_.prepare);
-  const onnx::ModelProto graph = calibration.fold_affine == options_.prepare.fold_affine
-                                     ? prepared_
-                                     : prepare_model(model, calibration, label);
-  CachedStats cached = load_or_collect_stats(
-      graph, setup_, {.path = stats_path_, .max_samples = options_.calibration_samples, .session = session_});
+  calibration_graph_ = calibration.fold_affine == options_.prepare.fold_affine ? prepared_
+                                                                              : prepare_model(model, calibration, label);
+  CachedStats cached = load_or_collect_stats(calibration_graph_, setup_, stats_request());
   stats_ = std::move(cached.stats);
   stats_reused_ = cached.reused;
   calibration_seconds_ = cached.seconds;
   ranks_ = rank_table(prepared_, label, stats_);
+}
+
+StatsRequest Workbench::stats_request() const {
+  return {.path = stats_path_,
+          .max_samples = options_.calibration_samples,
+          .session = session_,
+          .config = options_.config ? &*options_.config : nullptr};
 }
 
 // The FP32 reference runs once; every evaluation compares against these outputs.
@@ -117,6 +127,110 @@ std::vector<std::vector<std::string>> Workbench::chains(const DeviceProfile& dev
   return cost_model(device).chains(candidates);
 }
 
+namespace {
+
+// The reference and the quantized session of tensor_noise run side by side, each tensor tapped
+// in both (runtime.h): the first of the two to compute a tensor leaves a copy, the second adds
+// the pair's noise and signal power and drops the copy. So only the tensors one session has
+// computed ahead of the other are held, not every tapped tensor of a sample. A session whose
+// copies exceed kAheadBytes waits for the other (unless the other waits or has finished, so
+// the two never wait on each other). Each tensor's sums run over its values in order and over
+// the samples in order: the figures do not depend on which session is ahead.
+class NoisePairs {
+ public:
+  explicit NoisePairs(size_t tensors) : pending_(tensors), power_(tensors), paired_(tensors, false) {}
+
+  class Side : public TapSink {
+   public:
+    Side(NoisePairs& pairs, int side) : pairs_(pairs), side_(side) {}
+    void observe(size_t tap, const TensorView& tensor) override { pairs_.arrive(side_, tap, tensor); }
+
+   private:
+    NoisePairs& pairs_;
+    int side_;
+  };
+
+  void start_sample() {
+    std::lock_guard lock(mutex_);
+    done_[0] = done_[1] = false;
+  }
+  void finish(int side) {
+    {
+      std::lock_guard lock(mutex_);
+      done_[side] = true;
+    }
+    changed_.notify_all();
+  }
+  // Noise and signal power of each tensor that paired as two float tensors of one shape.
+  bool paired(size_t tap) const { return paired_[tap]; }
+  const std::pair<double, double>& power(size_t tap) const { return power_[tap]; }
+
+ private:
+  static constexpr size_t kAheadBytes = size_t{128} << 20;
+  static constexpr int kReference = 0;
+
+  struct Copy {
+    bool present = false;
+    int side = 0;
+    DType dtype = DType::kFloat32;
+    Shape shape;
+    std::vector<std::byte> bytes;
+    TensorView view() const { return {dtype, shape, bytes.data(), bytes.size()}; }
+  };
+
+  void arrive(int side, size_t tap, const TensorView& tensor) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      Copy& pending = pending_[tap];
+      if (pending.present && pending.side != side) {
+        Copy other = std::move(pending);
+        pending.present = false;
+        ahead_[other.side] -= other.bytes.size();
+        lock.unlock();
+        changed_.notify_all();
+        accumulate(tap, side == kReference ? tensor : other.view(), side == kReference ? other.view() : tensor);
+        return;
+      }
+      const int peer = 1 - side;
+      if (ahead_[side] == 0 || ahead_[side] + tensor.bytes <= kAheadBytes || waiting_[peer] || done_[peer]) break;
+      waiting_[side] = true;
+      changed_.wait(lock);
+      waiting_[side] = false;
+    }
+    Copy& copy = pending_[tap];
+    copy.present = true;
+    copy.side = side;
+    copy.dtype = tensor.dtype;
+    copy.shape = tensor.shape;
+    if (tensor.dtype == DType::kFloat32) copy.bytes.assign(tensor.data, tensor.data + tensor.bytes);
+    ahead_[side] += copy.bytes.size();
+  }
+
+  void accumulate(size_t tap, const TensorView& ref, const TensorView& out) {
+    if (ref.dtype != DType::kFloat32 || out.dtype != DType::kFloat32 || ref.shape != out.shape) return;
+    const auto r = ref.floats();
+    const auto q = out.floats();
+    auto& [noise, signal] = power_[tap];
+    for (size_t i = 0; i < r.size(); ++i) {
+      const double d = static_cast<double>(q[i]) - r[i];
+      noise += d * d;
+      signal += static_cast<double>(r[i]) * r[i];
+    }
+    paired_[tap] = true;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Copy> pending_;
+  std::vector<std::pair<double, double>> power_;  // noise, signal
+  std::vector<bool> paired_;
+  size_t ahead_[2] = {0, 0};  // bytes of copies each side left
+  bool waiting_[2] = {false, false};
+  bool done_[2] = {false, false};
+};
+
+}  // namespace
+
 std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
                                                      const std::vector<std::string>& tensors) {
   evaluations_ += 2;
@@ -130,35 +244,49 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
   for (const auto& name : tensors) {
     if (available.count(name)) names.push_back(name);
   }
-  const Session reference = Session::from_model(expose_intermediates(prepared_, names, label), label, session_);
-  const Session quantized = Session::from_model(expose_intermediates(built, names, label), label, session_);
-  std::map<std::string, std::pair<double, double>> power;  // noise, signal
+  if (names.empty()) return {};
+  NoisePairs pairs(names.size());
+  NoisePairs::Side reference_side(pairs, 0), quantized_side(pairs, 1);
+  SessionOptions side_by_side = session_;
+  side_by_side.spin_wait = false;
+  const Session reference = Session::tapped(prepared_, label, names, reference_side, side_by_side);
+  const Session quantized = Session::tapped(built, label, names, quantized_side, side_by_side);
   samples_->for_each([&](size_t, const NamedTensors& sample, const NamedTensors&) {
-    const NamedTensors want = reference.run(sample, names);
-    const NamedTensors got = quantized.run(sample, names);
-    for (size_t t = 0; t < want.size() && t < got.size(); ++t) {
-      const auto& [name, ref] = want[t];
-      const Tensor& out = got[t].second;
-      if (got[t].first != name || ref.dtype() != DType::kFloat32 || out.dtype() != DType::kFloat32 ||
-          out.shape() != ref.shape()) {
-        continue;
+    pairs.start_sample();
+    std::exception_ptr failure;
+    std::thread reference_run([&] {
+      try {
+        reference.run_taps(sample);
+      } catch (...) {
+        failure = std::current_exception();
       }
-      const auto r = ref.as<float>();
-      const auto q = out.as<float>();
-      auto& [noise, signal] = power[name];
-      for (size_t i = 0; i < r.size(); ++i) {
-        const double d = static_cast<double>(q[i]) - r[i];
-        noise += d * d;
-        signal += static_cast<double>(r[i]) * r[i];
-      }
+      pairs.finish(0);
+    });
+    try {
+      quantized.run_taps(sample);
+    } catch (...) {
+      pairs.finish(1);
+      reference_run.join();
+      throw;
     }
+    pairs.finish(1);
+    reference_run.join();
+    if (failure) std::rethrow_exception(failure);
   });
   std::map<std::string, double> ratio;
-  for (const auto& [name, p] : power) ratio[name] = p.second > 0 ? p.first / p.second : (p.first > 0 ? 1.0 : 0.0);
+  for (size_t t = 0; t < names.size(); ++t) {
+    if (!pairs.paired(t)) continue;
+    const auto& [noise, signal] = pairs.power(t);
+    ratio[names[t]] = signal > 0 ? noise / signal : (noise > 0 ? 1.0 : 0.0);
+  }
   return ratio;
 }
 
-onnx::ModelProto Workbench::build(const QuantConfig& config) const {
+onnx::ModelProto Workbench::build(const QuantConfig& config) {
+  const std::set<std::string> read = tensors_read(config, prepared_, setup_.model_path);
+  if (add_missing_stats(calibration_graph_, setup_, stats_request(), {read.begin(), read.end()}, stats_)) {
+    ranks_ = rank_table(prepared_, setup_.model_path, stats_);
+  }
   const auto assignment = assign_layers(config, prepared_, setup_.model_path);
   const QuantizeOptions options = quantize_options(config);
   return quantize_model(prepared_, assignment, stats_, options, setup_.model_path, rank_lookup(ranks_));

@@ -34,6 +34,7 @@
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
 #include "evaluation/sample_store.h"
+#include "evaluation/stats_cache.h"
 
 namespace mixprec {
 
@@ -43,6 +44,10 @@ struct WorkbenchOptions {
   // In the setup's work dir: read when it exists (same model only), written after calibrating.
   // Empty, or no work dir: neither.
   std::string stats_file = "stats.json";
+  // The config the workbench serves, when it is not a preset: calibration covers the tensors it
+  // reads beside every preset's (evaluation/exposure.h). A config built later that reads a
+  // tensor the statistics lack gets it collected then (build()).
+  std::optional<QuantConfig> config;
 };
 
 struct Evaluation {
@@ -77,7 +82,9 @@ class Workbench {
 
   // The nodes `config` puts in integer formats (the layers a search may lift).
   std::vector<std::string> integer_layers(const QuantConfig& config) const;
-  onnx::ModelProto build(const QuantConfig& config) const;
+  // The prepared model quantized under `config` from the statistics; the statistics of tensors
+  // it reads that calibration did not observe are collected first (and saved).
+  onnx::ModelProto build(const QuantConfig& config);
   // MACs of the prepared model's nodes at the first evaluation sample's input shapes (once).
   const MacEstimate& macs();
   // The format that sets each node's MAC rate under `config` on `device`: the slower there of
@@ -109,6 +116,7 @@ class Workbench {
 
  private:
   void load_or_calibrate(const onnx::ModelProto& model);
+  StatsRequest stats_request() const;
   void cache_reference();
   const CostModel& cost_model(const DeviceProfile& device);
 
@@ -117,6 +125,7 @@ class Workbench {
   SessionOptions session_;  // accuracy_session(deployment)
   TaskInference task_;
   onnx::ModelProto prepared_;
+  onnx::ModelProto calibration_graph_;  // what the statistics were collected on
   CalibrationStats stats_;
   bool stats_reused_ = false;
   std::string stats_path_;

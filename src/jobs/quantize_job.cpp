@@ -79,7 +79,10 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     CachedStats cached = load_or_collect_stats(
         calibration.fold_affine == preparation.fold_affine ? prepared : prepare_model(model, calibration, label),
         params.setup,
-        {.path = params.stats_path, .max_samples = static_cast<size_t>(config.extra.num_calib_samples), .session = session});
+        {.path = params.stats_path,
+         .max_samples = static_cast<size_t>(config.extra.num_calib_samples),
+         .session = session,
+         .config = &config});
     stats = std::move(cached.stats);
     report.stats_reused = cached.reused;
     report.calibrated = !cached.reused;

@@ -632,6 +632,22 @@ int default_opset_index(const onnx::ModelProto& model, const std::string& label)
 
 }  // namespace
 
+std::vector<std::string> tensors_needing_rank(const onnx::ModelProto& model, int64_t target, const std::string& label) {
+  const int64_t from = model.opset_import(default_opset_index(model, label)).version();
+  std::vector<std::string> tensors;
+  for (const auto& node : model.graph().node()) {
+    if (!analysis::is_default_domain(node.domain()) || node.input_size() == 0 || node.input(0).empty()) continue;
+    const OpsetChange* change = next_change(node.op_type(), from, target);
+    for (; change != nullptr; change = next_change(node.op_type(), change->since_version, target)) {
+      if (change->adapter == coerced_axis_to_single_axis) {
+        tensors.push_back(node.input(0));
+        break;
+      }
+    }
+  }
+  return tensors;
+}
+
 OpsetUpgradeResult upgrade_opset(onnx::ModelProto& model, int64_t target, const std::string& label,
                                  const RankLookup& rank_of) {
   const int opset_index = default_opset_index(model, label);

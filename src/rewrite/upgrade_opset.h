@@ -50,4 +50,8 @@ using RankLookup = std::function<std::optional<int64_t>(const std::string&)>;
 OpsetUpgradeResult upgrade_opset(onnx::ModelProto& model, int64_t target, const std::string& label,
                                  const RankLookup& rank_of = {});
 
+// The main-graph tensors whose rank an upgrade to `target` would ask `rank_of` for (the inputs
+// of Softmax, LogSoftmax and Hardmax below opset 13), so calibration can record them.
+std::vector<std::string> tensors_needing_rank(const onnx::ModelProto& model, int64_t target, const std::string& label);
+
 }  // namespace mixprec

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <exception>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -153,11 +154,14 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label) {
+Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label,
+                                         OrtCustomOpDomain* custom_ops = nullptr) {
   Ort::SessionOptions so;
+  if (custom_ops != nullptr) so.Add(custom_ops);
   so.SetGraphOptimizationLevel(to_ort(options.optimization));
   if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
   if (!options.optimized_model_path.empty()) so.SetOptimizedModelFilePath(options.optimized_model_path.c_str());
+  if (!options.spin_wait) so.AddConfigEntry("session.intra_op.allow_spinning", "0");
 
   const ProviderRow* row = find_provider(options.provider);
   const std::string ort_name = row ? row->ort_name : options.provider;
@@ -218,6 +222,163 @@ void check_input(const InputSpec& spec, const Tensor& tensor, const std::string&
   }
 }
 
+// --- Taps: a CPU custom op that hands its input to the session's TapSink ---------------------
+// Each tap node carries the id of its session's entry in a process-wide registry and its index
+// among the session's tapped tensors; its output is a float scalar, a graph output, so the
+// node is kept and a run can fetch the taps alone.
+constexpr const char* kTapDomain = "mixprec.tap";
+constexpr const char* kTapOp = "Tap";
+
+struct TapEntry {
+  TapSink* sink = nullptr;
+  std::exception_ptr error;  // the first failure of a run, rethrown by run_taps
+};
+
+class TapRegistry {
+ public:
+  static TapRegistry& instance() {
+    static TapRegistry registry;
+    return registry;
+  }
+  int64_t add(std::shared_ptr<TapEntry> entry) {
+    std::lock_guard lock(mutex_);
+    entries_.emplace(next_, std::move(entry));
+    return next_++;
+  }
+  void remove(int64_t id) {
+    std::lock_guard lock(mutex_);
+    entries_.erase(id);
+  }
+  std::shared_ptr<TapEntry> find(int64_t id) {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<int64_t, std::shared_ptr<TapEntry>> entries_;
+  int64_t next_ = 1;
+};
+
+struct TapKernel {
+  TapKernel(const OrtApi&, const OrtKernelInfo* info) {
+    const Ort::ConstKernelInfo kernel_info(info);
+    session_ = kernel_info.GetAttribute<int64_t>("session");
+    index_ = static_cast<size_t>(kernel_info.GetAttribute<int64_t>("index"));
+  }
+  // Exceptions must not cross ONNX Runtime's C boundary: the entry keeps the first one.
+  void Compute(OrtKernelContext* context) {
+    const std::shared_ptr<TapEntry> entry = TapRegistry::instance().find(session_);
+    try {
+      Ort::KernelContext ctx(context);
+      if (entry && !entry->error) {
+        const Ort::ConstValue value = ctx.GetInput(1);
+        const auto info = value.GetTensorTypeAndShapeInfo();
+        TensorView view;
+        view.dtype = dtype_from_onnx(static_cast<int32_t>(info.GetElementType()));
+        view.shape = info.GetShape();
+        view.data = static_cast<const std::byte*>(value.GetTensorRawData());
+        view.bytes = info.GetElementCount() * dtype_size(view.dtype);
+        entry->sink->observe(index_, view);
+      }
+      auto out = ctx.GetOutput(0, nullptr, 0);
+      *out.GetTensorMutableData<float>() = 0.0f;
+    } catch (...) {
+      if (entry && !entry->error) entry->error = std::current_exception();
+    }
+  }
+
+ private:
+  int64_t session_ = 0;
+  size_t index_ = 0;
+};
+
+struct TapOp : Ort::CustomOpBase<TapOp, TapKernel> {
+  void* CreateKernel(const OrtApi& api, const OrtKernelInfo* info) const { return new TapKernel(api, info); }
+  const char* GetName() const { return kTapOp; }
+  // Input 0: the previous tap's output (omitted for the first tap); input 1: the tensor.
+  size_t GetInputTypeCount() const { return 2; }
+  ONNXTensorElementDataType GetInputType(size_t index) const {
+    return index == 0 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT : ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  }
+  OrtCustomOpInputOutputCharacteristic GetInputCharacteristic(size_t index) const {
+    return index == 0 ? INPUT_OUTPUT_OPTIONAL : INPUT_OUTPUT_REQUIRED;
+  }
+  size_t GetOutputTypeCount() const { return 1; }
+  ONNXTensorElementDataType GetOutputType(size_t) const { return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT; }
+};
+
+// Created on first use, after the API table is set; lives as long as the process.
+OrtCustomOpDomain* tap_domain() {
+  static TapOp op;
+  static Ort::CustomOpDomain domain = [] {
+    Ort::CustomOpDomain d(kTapDomain);
+    d.Add(&op);
+    return d;
+  }();
+  return domain;
+}
+
+// `model` with a tap node reading each of `tensors`; returns the name of the output run_taps
+// fetches. The taps form a chain, each reading the previous tap's (scalar) output first and
+// then its tensor, in the order the graph computes the tensors: ONNX Runtime orders execution
+// by a depth-first walk from the fetched outputs, inputs first, so the chain puts each tap
+// right after the nodes its tensor needs, and the tensor's buffer is free after its last
+// reader, as without the tap. (Independent taps, each a graph output, would all run at the
+// end and keep every tapped tensor alive at once.)
+std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& tensors, int64_t session,
+                     const std::string& label) {
+  onnx::GraphProto& graph = *model.mutable_graph();
+  std::unordered_map<std::string, size_t> position;  // where each tensor becomes available
+  for (const auto& input : graph.input()) position.emplace(input.name(), 0);
+  for (int n = 0; n < graph.node_size(); ++n) {
+    for (const auto& out : graph.node(n).output()) position.emplace(out, static_cast<size_t>(n) + 1);
+  }
+  for (const auto& init : graph.initializer()) {
+    if (position.contains(init.name()) && position.at(init.name()) == 0) position.erase(init.name());
+  }
+  for (const auto& name : tensors) {
+    if (!position.contains(name)) throw_bad_input(label, "no tensor named '" + name + "' in the main graph");
+  }
+  std::set<std::string> names;
+  for (const auto& [name, at] : position) names.insert(name);
+  for (const auto& init : graph.initializer()) names.insert(init.name());
+  std::vector<size_t> order(tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return position.at(tensors[a]) < position.at(tensors[b]); });
+  std::string previous;
+  for (size_t i : order) {
+    std::string out = "mixprec_tap_" + std::to_string(i);
+    while (names.count(out)) out += "_";
+    names.insert(out);
+    onnx::NodeProto& node = *graph.add_node();
+    node.set_op_type(kTapOp);
+    node.set_domain(kTapDomain);
+    node.set_name(out);
+    node.add_input(previous);  // "" for the first: an omitted optional input
+    node.add_input(tensors[i]);
+    node.add_output(out);
+    for (const auto& [key, value] : {std::pair{"session", session}, std::pair{"index", static_cast<int64_t>(i)}}) {
+      auto& attribute = *node.add_attribute();
+      attribute.set_name(key);
+      attribute.set_type(onnx::AttributeProto::INT);
+      attribute.set_i(value);
+    }
+    previous = out;
+  }
+  if (!previous.empty()) {
+    auto& output = *graph.add_output();
+    output.set_name(previous);
+    output.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  auto& opset = *model.add_opset_import();
+  opset.set_domain(kTapDomain);
+  opset.set_version(1);
+  return previous;
+}
+
 }  // namespace
 
 std::vector<std::string> available_providers() {
@@ -237,6 +398,19 @@ struct Session::Impl {
   Ort::Session session{nullptr};
   std::vector<InputSpec> inputs;
   std::vector<InputSpec> outputs;
+  // Tapped sessions: the registry entry and the tap outputs run_taps fetches.
+  std::shared_ptr<TapEntry> taps;
+  int64_t tap_id = 0;
+  std::vector<std::string> tap_outputs;
+
+  ~Impl() {
+    if (tap_id) TapRegistry::instance().remove(tap_id);
+  }
+
+  // The Ort::Values of `given` for this session's inputs, checked against its input specs;
+  // `names` receives their names. The values point into `given`.
+  std::vector<Ort::Value> input_values(const NamedTensors& given, std::vector<const char*>& names) const;
+  std::vector<Ort::Value> run(const NamedTensors& given, const std::vector<std::string>& wanted);
 
   void describe() {
     Ort::AllocatorWithDefaultOptions allocator;
@@ -290,56 +464,103 @@ Session Session::from_model(const onnx::ModelProto& model, const std::string& la
       throw;
     }
   }
+  return Session(build_in_memory(model, label, options, false));
+}
+
+std::unique_ptr<Session::Impl> Session::build_in_memory(const onnx::ModelProto& model, const std::string& label,
+                                                        const SessionOptions& options, bool taps) {
   const std::string bytes = serialize_model(model, label);
   auto impl = std::make_unique<Impl>();
   impl->label = label;
   try {
-    Ort::SessionOptions so = make_session_options(options, label);
+    Ort::SessionOptions so = make_session_options(options, label, taps ? tap_domain() : nullptr);
     impl->session = Ort::Session(ort_env(), bytes.data(), bytes.size(), so);
     impl->describe();
   } catch (const Ort::Exception& e) {
     throw runtime_error(label, e);
   }
+  return impl;
+}
+
+Session Session::tapped(const onnx::ModelProto& model, const std::string& label, const std::vector<std::string>& tensors,
+                        TapSink& sink, const SessionOptions& options) {
+  ensure_api();
+  auto entry = std::make_shared<TapEntry>();
+  entry->sink = &sink;
+  const int64_t id = TapRegistry::instance().add(entry);
+  std::vector<std::string> tap_outputs;
+  std::unique_ptr<Impl> impl;
+  try {
+    onnx::ModelProto copy = model;
+    const std::string last = add_taps(copy, tensors, id, label);
+    if (!last.empty()) tap_outputs.push_back(last);
+    if (copy.ByteSizeLong() > kProtobufLimitBytes) {
+      throw_unsupported(label, "a model over 2 GB cannot be observed in memory (tapped session)");
+    }
+    impl = build_in_memory(copy, label, options, true);
+  } catch (...) {
+    TapRegistry::instance().remove(id);
+    throw;
+  }
+  impl->taps = std::move(entry);
+  impl->tap_id = id;
+  impl->tap_outputs = std::move(tap_outputs);
+  // The taps are the session's business: callers see the model's own outputs.
+  std::erase_if(impl->outputs, [&](const InputSpec& spec) {
+    return std::find(impl->tap_outputs.begin(), impl->tap_outputs.end(), spec.name) != impl->tap_outputs.end();
+  });
   return Session(std::move(impl));
 }
 
 const std::vector<InputSpec>& Session::inputs() const { return impl_->inputs; }
 const std::vector<InputSpec>& Session::outputs() const { return impl_->outputs; }
 
-NamedTensors Session::run(const NamedTensors& inputs, const std::vector<std::string>& output_names) const {
-  const std::string& label = impl_->label;
-  std::vector<const char*> input_names;
-  std::vector<Ort::Value> input_values;
+std::vector<Ort::Value> Session::Impl::input_values(const NamedTensors& given, std::vector<const char*>& names) const {
+  std::vector<Ort::Value> values;
   Ort::MemoryInfo memory = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
-  std::set<std::string> given;
-  for (const auto& [name, tensor] : inputs) {
-    auto spec = std::find_if(impl_->inputs.begin(), impl_->inputs.end(), [&](const auto& s) { return s.name == name; });
-    if (spec == impl_->inputs.end()) throw_bad_input(label, "the model has no input named '" + name + "'");
+  std::set<std::string> seen;
+  for (const auto& [name, tensor] : given) {
+    auto spec = std::find_if(inputs.begin(), inputs.end(), [&](const auto& s) { return s.name == name; });
+    if (spec == inputs.end()) throw_bad_input(label, "the model has no input named '" + name + "'");
     check_input(*spec, tensor, label);
-    given.insert(name);
-    input_names.push_back(name.c_str());
+    seen.insert(name);
+    names.push_back(name.c_str());
     // ONNX Runtime reads inputs only; the const_cast is required by its C signature.
-    input_values.push_back(Ort::Value::CreateTensor(
+    values.push_back(Ort::Value::CreateTensor(
         memory, const_cast<std::byte*>(tensor.data()), tensor.byte_size(), tensor.shape().data(),
         tensor.shape().size(), static_cast<ONNXTensorElementDataType>(dtype_to_onnx(tensor.dtype()))));
   }
-  for (const auto& spec : impl_->inputs) {
-    if (!given.count(spec.name)) throw_bad_input(label, "no data given for model input '" + spec.name + "'");
+  for (const auto& spec : inputs) {
+    if (!seen.count(spec.name)) throw_bad_input(label, "no data given for model input '" + spec.name + "'");
   }
+  return values;
+}
+
+std::vector<Ort::Value> Session::Impl::run(const NamedTensors& given, const std::vector<std::string>& wanted) {
+  std::vector<const char*> input_names;
+  const std::vector<Ort::Value> values = input_values(given, input_names);
+  std::vector<const char*> wanted_c;
+  for (const auto& name : wanted) wanted_c.push_back(name.c_str());
+  if (taps) taps->error = nullptr;
+  std::vector<Ort::Value> results;
+  try {
+    results = session.Run(Ort::RunOptions{nullptr}, input_names.data(), values.data(), values.size(), wanted_c.data(),
+                          wanted_c.size());
+  } catch (const Ort::Exception& e) {
+    if (taps && taps->error) std::rethrow_exception(taps->error);
+    throw runtime_error(label, e);
+  }
+  if (taps && taps->error) std::rethrow_exception(std::exchange(taps->error, nullptr));
+  return results;
+}
+
+NamedTensors Session::run(const NamedTensors& inputs, const std::vector<std::string>& output_names) const {
+  const std::string& label = impl_->label;
   std::vector<std::string> wanted = output_names;
   if (wanted.empty()) {
     for (const auto& spec : impl_->outputs) wanted.push_back(spec.name);
   }
-  std::vector<const char*> wanted_c;
-  for (const auto& name : wanted) wanted_c.push_back(name.c_str());
-
-  std::vector<Ort::Value> results;
-  try {
-    results = impl_->session.Run(Ort::RunOptions{nullptr}, input_names.data(), input_values.data(),
-                                 input_values.size(), wanted_c.data(), wanted_c.size());
-  } catch (const Ort::Exception& e) {
-    throw runtime_error(label, e);
-  }
+  std::vector<Ort::Value> results = impl_->run(inputs, wanted);
   NamedTensors out;
   out.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
@@ -353,6 +574,12 @@ NamedTensors Session::run(const NamedTensors& inputs, const std::vector<std::str
     out.emplace_back(wanted[i], Tensor(dtype, shape, std::span<const std::byte>(bytes, size)));
   }
   return out;
+}
+
+void Session::run_taps(const NamedTensors& inputs) const {
+  if (!impl_->taps) throw Error(ErrorKind::kInternal, impl_->label, "run_taps on a session without taps");
+  if (impl_->tap_outputs.empty()) return;  // nothing tapped
+  impl_->run(inputs, impl_->tap_outputs);
 }
 
 onnx::ModelProto expose_intermediates(const onnx::ModelProto& model, const std::vector<std::string>& names,
