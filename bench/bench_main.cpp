@@ -170,7 +170,7 @@ double calibration_peak_rss_mib(const ModelCase& c, size_t count) {
     const onnx::ModelProto prepared = prepare_model(load_model(path), {.fold_batchnorm = true}, path);
     const Session probe = Session::from_model(prepared, path);
     const auto source = open_samples(random_data(path, count, 7, c.height, c.width), probe.inputs(), path);
-    calibrate_model(prepared, path, *source);
+    calibrate_model(prepared, path, *source, {.tensors = calibration_exposure(prepared, nullptr, path).tensors});
   });
 }
 

@@ -1,3 +1,6 @@
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -113,22 +116,23 @@ class Binner : public TapSink {
     if (tensor.dtype != DType::kFloat32) return;  // shapes, indices, masks: nothing to calibrate
     seen_[tap] = true;
     const size_t count = tensor.bytes / sizeof(float);
+    {
+      std::unique_lock lock(mutex_);
+      if (!queue_.empty() && queued_bytes_ + tensor.bytes > kQueueBytes) {
+        // The workers are behind: bin this one here, straight from ONNX Runtime's buffer.
+        lock.unlock();
+        std::lock_guard collector(locks_[tap]);
+        collectors_[tap].update(tensor.floats());
+        return;
+      }
+    }
     Job job{tap, take_buffer(count), count};
     std::memcpy(job.buffer.data.get(), tensor.data, tensor.bytes);
-    std::unique_lock lock(mutex_);
-    while (!queue_.empty() && queued_bytes_ + tensor.bytes > kQueueBytes) {
-      Job queued = std::move(queue_.front());
-      queue_.pop_front();
-      queued_bytes_ -= queued.count * sizeof(float);
-      ++busy_;
-      lock.unlock();
-      bin(queued);
-      lock.lock();
-      --busy_;
+    {
+      std::lock_guard lock(mutex_);
+      queued_bytes_ += tensor.bytes;
+      queue_.push_back(std::move(job));
     }
-    queued_bytes_ += tensor.bytes;
-    queue_.push_back(std::move(job));
-    lock.unlock();
     wake_.notify_one();
   }
 
@@ -144,6 +148,7 @@ class Binner : public TapSink {
 
  private:
   static constexpr size_t kQueueBytes = size_t{64} << 20;
+  static constexpr int kWorkerNice = 5;
 
   struct Buffer {
     std::unique_ptr<float[]> data;
@@ -187,6 +192,8 @@ class Binner : public TapSink {
   }
 
   void work() {
+    // Below the run's threads: binning takes the cores when ONNX Runtime leaves them idle.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWorkerNice);
     std::unique_lock lock(mutex_);
     for (;;) {
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -249,7 +256,9 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
                                                  : std::max<size_t>(1, std::thread::hardware_concurrency());
   {
     Binner binner(tensors, workers);
-    const Session session = Session::tapped(prepared, label, tensors, binner, options.session);
+    SessionOptions session_options = options.session;
+    session_options.spin_wait = false;  // idle runtime threads leave the cores to the binning
+    const Session session = Session::tapped(prepared, label, tensors, binner, session_options);
     for (size_t i = 0; i < total; ++i) {
       session.run_taps(source.sample(used[i]));
       if (options.progress) options.progress(i + 1, total);
@@ -293,7 +302,19 @@ std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model,
     }
   }
   if (sample) {
-    for (const auto& [name, tensor] : session.run(*sample)) ranks[name] = static_cast<int64_t>(tensor.shape().size());
+    // One run with every tensor tapped (nothing copied out): the ranks of what it computes.
+    struct RankSink : TapSink {
+      explicit RankSink(const std::vector<std::string>& tensors) : names(tensors) {}
+      void observe(size_t tap, const TensorView& tensor) override {
+        seen[names[tap]] = static_cast<int64_t>(tensor.shape.size());
+      }
+      const std::vector<std::string>& names;
+      std::map<std::string, int64_t> seen;
+    };
+    const std::vector<std::string> tensors = main_graph_tensors(model);
+    RankSink sink(tensors);
+    Session::tapped(model, label, tensors, sink, {.optimization = GraphOptimization::kDisabled}).run_taps(*sample);
+    for (const auto& [name, rank] : sink.seen) ranks[name] = rank;
   }
   return ranks;
 }

@@ -234,6 +234,7 @@ class NoisePairs {
 std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
                                                      const std::vector<std::string>& tensors) {
   evaluations_ += 2;
+  last_session_.reset();  // two other sessions run here: not a third one's memory beside them
   const std::string& label = setup_.model_path;
   // Only tensors both graphs have (a rewrite may replace a tensor it quantizes in place).
   const onnx::ModelProto built = build(config);
@@ -304,7 +305,15 @@ Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
   const auto t0 = Clock::now();
   Evaluation e;
   e.model = std::make_shared<const onnx::ModelProto>(model);
-  const Session session = Session::from_model(*e.model, setup_.model_path, session_);
+  // The graph of the previous evaluation again (a search revisiting a set, a preset evaluated
+  // twice): its session is reused rather than built again.
+  std::string bytes = serialize_model(*e.model, setup_.model_path);
+  if (!last_session_ || bytes != last_model_) {
+    last_session_.reset();
+    last_session_.emplace(Session::from_model(*e.model, setup_.model_path, session_));
+    last_model_ = std::move(bytes);
+  }
+  const Session& session = *last_session_;
   ModelComparer comparer(setup_.criterion.tolerance);
   samples_->for_each([&](size_t, const NamedTensors& inputs, const NamedTensors& reference) {
     comparer.add(reference, session.run(inputs));

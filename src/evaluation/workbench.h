@@ -138,6 +138,8 @@ class Workbench {
   std::optional<MacEstimate> macs_;
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;  // by device name
   std::map<std::string, double> full_bf16_time_;                   // by device name
+  std::string last_model_;  // serialized graph of the last evaluation, whose session is kept
+  std::optional<Session> last_session_;
 };
 
 }  // namespace mixprec
