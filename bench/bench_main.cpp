@@ -490,7 +490,8 @@ class Bench {
     if (options_.full) runs.push_back({1000, default_budget, "1 GiB budget, the rest spilled"});
     const std::string path = model_path(c);
     for (const Run& run : runs) {
-      const std::string dir = (fs::temp_directory_path() / "mixprec_bench_explore_memory").string();
+      const std::string dir =
+          (fs::temp_directory_path() / ("mixprec_bench_explore_memory_" + std::to_string(::getpid()))).string();
       fs::remove_all(dir);
       ExploreParams p;
       p.setup = {.model_path = path,
@@ -564,7 +565,7 @@ class Bench {
     ModelCase large = c;
     large.height = large.width = kSide;
     const std::string path = model_path(c);
-    const std::string pages = (fs::temp_directory_path() / "mixprec_bench_pages").string();
+    const std::string pages = (fs::temp_directory_path() / ("mixprec_bench_pages_" + std::to_string(::getpid()))).string();
     fs::remove_all(pages);
     fs::create_directories(pages);
     std::vector<fs::path> pictures_found;
@@ -590,7 +591,7 @@ class Bench {
     add({"9 calib peak RSS (MiB)", c.name, "640x640, 12 pictures", pages_mib, "<= 512", pages_mib > 0 && pages_mib <= 512});
     add({"9 calib peak RSS (MiB)", c.name, "640x640, 48 random samples", random_mib, "<= 512",
          random_mib > 0 && random_mib <= 512});
-    const std::string dir = (fs::temp_directory_path() / "mixprec_bench_explore_640").string();
+    const std::string dir = (fs::temp_directory_path() / ("mixprec_bench_explore_640_" + std::to_string(::getpid()))).string();
     fs::remove_all(dir);
     ExploreParams p;
     p.setup = {.model_path = path,

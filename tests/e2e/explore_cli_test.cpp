@@ -71,6 +71,20 @@ TEST_F(ExploreCliTest, KilledAfterAStepAndResumedEndsLikeAnUninterruptedRun) {
   EXPECT_EQ(read_file(path("stopped/final_config.json"), "config"), read_file(path("whole/final_config.json"), "config"));
 }
 
+// --eval-cache-mb 0 streams every evaluation sample from a spill file in the work dir: the
+// same ledger and model, and the spill file is gone when the run ends.
+TEST_F(ExploreCliTest, SpilledEvaluationSamplesEndLikeTheInMemoryRun) {
+  const CliResult memory = explore("memory");
+  ASSERT_EQ(memory.exit_code, 0) << memory.err;
+  const CliResult spilled = explore("spilled", {"--eval-cache-mb", "0"});
+  ASSERT_EQ(spilled.exit_code, 0) << spilled.err;
+  EXPECT_EQ(ledger_without_timings(path("spilled/ledger.jsonl")), ledger_without_timings(path("memory/ledger.jsonl")));
+  EXPECT_TRUE(read_file(path("spilled/final.onnx"), "model") == read_file(path("memory/final.onnx"), "model"));
+  for (const auto& entry : std::filesystem::directory_iterator(path("spilled"))) {
+    EXPECT_EQ(entry.path().filename().string().find("eval-cache"), std::string::npos) << entry.path();
+  }
+}
+
 TEST_F(ExploreCliTest, ResumeWithOtherSettingsIsRefusedWithTheReason) {
   ASSERT_EQ(explore("work").exit_code, 0);
   const CliResult r = explore("work", {"--resume", "--max-iters", "1"});
