@@ -3,7 +3,7 @@
 // statistics file while every other tensor stays internal to ONNX Runtime (its fusions and
 // its memory planner keep working on them).
 //
-// A config reads the statistics of (see rewrite/insert_qdq.cpp):
+// A config reads the statistics of (rewrite/insert_qdq.cpp, rewrite/place_for_ort_fusion.cpp):
 //   - the float activation inputs (not weight, not bias, not constants) of every node it puts
 //     in an integer input format;
 //   - every output of a node with an integer output_tensors spec;
