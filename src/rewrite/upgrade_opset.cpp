@@ -636,7 +636,7 @@ std::vector<std::string> tensors_needing_rank(const onnx::ModelProto& model, int
   const int64_t from = model.opset_import(default_opset_index(model, label)).version();
   std::vector<std::string> tensors;
   for (const auto& node : model.graph().node()) {
-    if (!analysis::is_default_domain(node.domain()) || node.input_size() == 0 || node.input(0).empty()) continue;
+    if (!ir::is_default_domain(node.domain()) || node.input_size() == 0 || node.input(0).empty()) continue;
     const OpsetChange* change = next_change(node.op_type(), from, target);
     for (; change != nullptr; change = next_change(node.op_type(), change->since_version, target)) {
       if (change->adapter == coerced_axis_to_single_axis) {
