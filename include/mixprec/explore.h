@@ -47,8 +47,10 @@ enum class Ranking {
   kMeasured,      // objective gain when only that layer is lifted to BF16 (one evaluation each)
   kLayerError,    // noise each layer adds in full INT8: output noise-to-signal ratio minus its
                   // inputs' worst, from one FP32 and one INT8 pass with every layer exposed
+  kInjectedNoise, // noise each layer injects itself in full INT8: its output against the layer run
+                  // alone in float on the INT8 model's own inputs (one exposed pass, then each layer)
 };
-const EnumNames<Ranking>& ranking_names();  // "dynamic-range", "measured", "layer-error"
+const EnumNames<Ranking>& ranking_names();  // "dynamic-range", "measured", "layer-error", "injected-noise"
 inline const char* to_string(Ranking ranking) { return ranking_names().name(ranking); }
 
 enum class SearchMode {

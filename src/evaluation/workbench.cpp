@@ -25,6 +25,7 @@ Workbench::Workbench(const EvaluationSetup& setup, const DeploymentTarget& deplo
 void Workbench::load_or_calibrate(const onnx::ModelProto& model) {
   const std::string& label = setup_.model_path;
   if (!setup_.work_dir.empty() && !options_.stats_file.empty()) {
+    std::filesystem::create_directories(setup_.work_dir);
     stats_path_ = (std::filesystem::path(setup_.work_dir) / options_.stats_file).string();
   }
   const PrepareOptions calibration = calibration_preparation(options_.prepare);

@@ -31,7 +31,10 @@ using search::Score;
 constexpr size_t kMaxIterationsCap = 50;
 
 constexpr EnumName<Ranking> kRankingRows[] = {
-    {Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}, {Ranking::kLayerError, "layer-error"}};
+    {Ranking::kDynamicRange, "dynamic-range"},
+    {Ranking::kMeasured, "measured"},
+    {Ranking::kLayerError, "layer-error"},
+    {Ranking::kInjectedNoise, "injected-noise"}};
 constexpr EnumName<SearchMode> kSearchRows[] = {
     {SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}, {SearchMode::kCost, "cost"}};
 constexpr EnumName<Decision> kDecisionRows[] = {{Decision::kAccepted, "accepted"},
@@ -46,6 +49,8 @@ const char* ranking_score_meaning(Ranking ranking) {
     case Ranking::kDynamicRange: return "max |activation| of the inputs";
     case Ranking::kMeasured: return "objective gain when lifted alone";
     case Ranking::kLayerError: return "noise-to-signal ratio the layer adds in full INT8 (output minus worst input)";
+    case Ranking::kInjectedNoise:
+      return "noise-to-signal ratio the layer injects itself in full INT8 (its output vs itself in float on the same inputs)";
   }
   return "?";
 }
@@ -380,6 +385,8 @@ class Explorer : public search::SearchObserver {
         score[name] = alone.objective - int8.objective;
         tiebreak[name] = alone.psnr_db - int8.psnr_db;
       }
+    } else if (options_.ranking == Ranking::kInjectedNoise) {
+      score = bench_->injected_noise(base_, candidates_);
     } else {
       score = layer_error_scores();
     }
