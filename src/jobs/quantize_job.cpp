@@ -1,4 +1,9 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "evaluation/stats_cache.h"
@@ -17,6 +22,21 @@ void refuse_overwriting_input(const std::string& input, const std::string& outpu
   if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
     throw_bad_input(output, "the output would overwrite the input model");
   }
+  // Before any work (calibration can take minutes): the folder the output goes into.
+  const fs::path folder = fs::path(output).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec)) {
+    throw_io(output, "the output folder " + folder.string() + " does not exist");
+  }
+  if (fs::is_directory(output, ec)) throw_io(output, "is a folder, not a file name for the output model");
+  // Permissions alone do not say (root writes anywhere, yet not into /proc or a read-only mount).
+  const std::string probe = output + ".probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw_io(output, "cannot write into the output folder " + (folder.empty() ? std::string(".") : folder.string()) +
+                         ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  fs::remove(probe, ec);
 }
 
 bool integer_activations(const NodeAssignment& a) {
@@ -52,6 +72,29 @@ void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeRep
 
 std::string config_path_for(const std::string& output) {
   return fs::path(output).replace_extension(".config.json").string();
+}
+
+// Both files or neither: the config goes to a temporary name first, the model is saved
+// (atomically), then the config is renamed into place; a failure at any point removes what
+// this call wrote.
+void save_model_and_config(const onnx::ModelProto& model, const QuantConfig& config, const std::string& model_path,
+                           const std::string& config_path) {
+  const std::string config_temp = config_path + ".pending-" + std::to_string(::getpid());
+  save_config(config, config_temp);
+  try {
+    save_model(model, model_path);
+  } catch (...) {
+    fs::remove(config_temp);
+    throw;
+  }
+  std::error_code error;
+  fs::rename(config_temp, config_path, error);
+  if (error) {
+    fs::remove(config_temp);
+    fs::remove(model_path);
+    if (model.ByteSizeLong() > kProtobufLimitBytes) fs::remove(model_path + ".data");  // save_model's external data
+    throw_io(config_path, "cannot write the config beside the model: " + error.message() + " (the model was removed)");
+  }
 }
 
 }  // namespace
@@ -119,10 +162,9 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   // CPU and on the deployment's provider.
   Session::from_model(quantized, params.output_path, session);
   if (!params.deployment.on_cpu()) Session::from_model(quantized, params.output_path, params.deployment.session());
-  save_model(quantized, params.output_path);
   report.output_path = params.output_path;
   report.config_path = config_path_for(params.output_path);
-  save_config(config, report.config_path);
+  save_model_and_config(quantized, config, report.output_path, report.config_path);
   report.warnings = warnings.warnings();
   return report;
 }
