@@ -101,7 +101,7 @@ class Workbench {
   Evaluation evaluate_model(const onnx::ModelProto& model);
 
  private:
-  void load_or_calibrate(const onnx::ModelProto& model);
+  void load_or_calibrate(onnx::ModelProto model);  // consumes the loaded model
   void cache_reference();
   const CostModel& cost_model(const DeviceProfile& device);
 

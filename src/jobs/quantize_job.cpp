@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "evaluation/stats_cache.h"
 #include "mixprec/error.h"
@@ -80,7 +81,11 @@ std::string config_path_for(const std::string& output) {
 void save_model_and_config(const onnx::ModelProto& model, const QuantConfig& config, const std::string& model_path,
                            const std::string& config_path) {
   const std::string config_temp = config_path + ".pending-" + std::to_string(::getpid());
-  save_config(config, config_temp);
+  try {
+    save_config(config, config_temp);
+  } catch (const Error& error) {
+    throw Error(error.kind(), config_path, error.message());  // the file the user knows
+  }
   try {
     save_model(model, model_path);
   } catch (...) {
@@ -107,9 +112,15 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   QuantConfig config = resolve_config(params.config);
   if (params.calib_method) override_calib_method(config, *params.calib_method);
   const SessionOptions session = accuracy_session(params.deployment);
-  const onnx::ModelProto model = load_model(label);
+  // Memory: a model over 2 GB must fit twice, not more (one copy here, one in ONNX Runtime),
+  // so the loaded model is consumed by the preparation whenever calibration needs no graph of
+  // its own, and every stage below hands its input on instead of copying it.
+  onnx::ModelProto model = load_model(label);
   const PrepareOptions preparation = prepare_options(config);
-  const onnx::ModelProto prepared = prepare_model(model, preparation, label, &report.prepare);
+  const PrepareOptions calibration = calibration_preparation(preparation);
+  const bool own_calibration_graph = calibration.fold_affine != preparation.fold_affine;
+  onnx::ModelProto prepared = own_calibration_graph ? prepare_model(model, preparation, label, &report.prepare)
+                                                    : prepare_model(std::move(model), preparation, label, &report.prepare);
   const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, label);
   count_precisions(assignment, report);
 
@@ -117,12 +128,14 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const bool needs_stats = std::any_of(assignment.begin(), assignment.end(), [](const NodeAssignment& a) {
     return !a.excluded && integer_activations(a);
   });
+  std::optional<onnx::ModelProto> calibration_graph;
+  if (own_calibration_graph && needs_stats) calibration_graph = prepare_model(std::move(model), calibration, label);
+  model.Clear();
   if (needs_stats) {
-    const PrepareOptions calibration = calibration_preparation(preparation);
     CachedStats cached = load_or_collect_stats(
-        calibration.fold_affine == preparation.fold_affine ? prepared : prepare_model(model, calibration, label),
-        params.setup,
+        calibration_graph ? *calibration_graph : prepared, params.setup,
         {.path = params.stats_path, .max_samples = static_cast<size_t>(config.extra.num_calib_samples), .session = session});
+    calibration_graph.reset();
     stats = std::move(cached.stats);
     report.stats_reused = cached.reused;
     report.calibrated = !cached.reused;
@@ -151,7 +164,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const std::map<std::string, int64_t> ranks = rank_table(prepared, label, stats, rank_sample ? &*rank_sample : nullptr);
   onnx::ModelProto quantized;
   try {
-    quantized = quantize_model(prepared, assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
+    quantized = quantize_model(std::move(prepared), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kUnsupported || rank_sample || e.message().find("rank") == std::string::npos) throw;
     throw Error(e.kind(), e.file(),

@@ -128,8 +128,16 @@ class ExternalDataRow : public BadInputMatrix {
  protected:
   void SetUp() override {
     BadInputMatrix::SetUp();
-    save_model(testing::conv_chain(2), path("in/ext.onnx"), {.external_data = ExternalData::kAlways, .external_threshold_bytes = 64});
-    ASSERT_TRUE(fs::exists(path("in/ext.onnx.data")));
+    // ModelBuilder writes typed fields (float_data); external data holds raw bytes.
+    onnx::ModelProto model = testing::conv_chain(2);
+    for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+      if (init.float_data_size() == 0) continue;
+      init.set_raw_data(std::string(reinterpret_cast<const char*>(init.float_data().data()),
+                                    sizeof(float) * static_cast<size_t>(init.float_data_size())));
+      init.clear_float_data();
+    }
+    save_model(model, path("in/ext.onnx"), {.external_data = ExternalData::kAlways, .external_threshold_bytes = 64});
+    ASSERT_GT(fs::file_size(path("in/ext.onnx.data")), 0u);
   }
 };
 
@@ -181,12 +189,12 @@ TEST_F(BadInputMatrix, ModelWithoutAnOpsetList) {
 TEST_F(BadInputMatrix, WrongShape) {
   write_npy(path("in/wrong.npy"), random_tensor(DType::kFloat32, {1, 3, 4, 4}, 1));
   expect_rejected(quantize_args(path("in/model.onnx"), path("in/wrong.npy")), path("in/wrong.npy"),
-                  "has shape [1, 3, 4, 4], the model wants [1, 3, 8, 8]");
+                  "has shape 1x3x4x4, the model wants 1x3x8x8");
 }
 
 TEST_F(BadInputMatrix, WrongRank) {
   write_npy(path("in/rank.npy"), random_tensor(DType::kFloat32, {3, 8, 8}, 1));
-  expect_rejected(quantize_args(path("in/model.onnx"), path("in/rank.npy")), path("in/rank.npy"), "has shape [3, 8, 8]");
+  expect_rejected(quantize_args(path("in/model.onnx"), path("in/rank.npy")), path("in/rank.npy"), "has shape 3x8x8");
 }
 
 TEST_F(BadInputMatrix, WrongDtype) {
@@ -283,8 +291,8 @@ TEST_F(BadInputMatrix, EmptyTarget) {
 
 TEST_F(BadInputMatrix, MissingOutputFolderIsReportedBeforeCalibrating) {
   const auto before = inputs();
-  const CliResult r = run_cli({"quantize", path("in/model.onnx"), "-o", path("out/missing/q.onnx"), "--preset", "XINT8",
-                               "--calibration-data", path("in/data.npy"), "-v"});
+  const CliResult r = run_cli({"-v", "quantize", path("in/model.onnx"), "-o", path("out/missing/q.onnx"), "--preset",
+                               "XINT8", "--calibration-data", path("in/data.npy")});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the output folder " + path("out/missing") + " does not exist"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("calibrat"), std::string::npos) << "calibrated first: " << r.err;
@@ -304,9 +312,10 @@ TEST_F(BadInputMatrix, ReadOnlyOutputFolder) {
 
 TEST_F(BadInputMatrix, DiskFullWhileWritingTheModel) {
   // RLIMIT_FSIZE makes every write past 512 bytes fail with EFBIG, as a full disk fails with
-  // ENOSPC: the model (a few KiB) cannot be written, the message fits.
-  expect_rejected(quantize_args(path("in/model.onnx"), path("in/data.npy")), path("out/q.onnx"), "write failed",
-                  {.file_size_limit = 512});
+  // ENOSPC: the config (written first, under a temporary name) and the model (a few KiB) cannot
+  // be written; the message fits.
+  expect_rejected(quantize_args(path("in/model.onnx"), path("in/data.npy")), path("out/q.config.json"),
+                  "write failed (disk full?)", {.file_size_limit = 512});
 }
 
 TEST_F(BadInputMatrix, ConfigBesideTheModelCannotBeWritten) {
