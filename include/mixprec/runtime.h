@@ -54,8 +54,7 @@ class Session {
   // are intermediate tensors the session also returns, as with expose_intermediates(). A
   // model over protobuf's 2 GB limit goes through a temporary file with external data,
   // written straight from the model's buffers, and its session does not prepack weights
-  // (prepacking holds a second copy of each): memory stays near one copy in ONNX Runtime
-  // beside the caller's.
+  // (prepacking holds a second copy of each): one copy in ONNX Runtime beside the caller's.
   static Session from_model(const onnx::ModelProto& model, const std::string& label,
                             const SessionOptions& options = {}, const std::vector<std::string>& extra_outputs = {});
 

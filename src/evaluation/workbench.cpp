@@ -175,11 +175,11 @@ Evaluation Workbench::evaluate(const QuantConfig& config) {
   return e;
 }
 
-Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
+Evaluation Workbench::evaluate_model(onnx::ModelProto model) {
   ++evaluations_;
   const auto t0 = Clock::now();
   Evaluation e;
-  e.model = std::make_shared<const onnx::ModelProto>(model);
+  e.model = std::make_shared<const onnx::ModelProto>(std::move(model));  // moved: a large model is not copied
   const Session session = Session::from_model(*e.model, setup_.model_path, session_);
   ModelComparer comparer(setup_.criterion.tolerance);
   for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));

@@ -35,12 +35,16 @@ Error error_from(F&& f) {
   return Error(ErrorKind::kInternal, "", "nothing thrown");
 }
 
-const std::string& picture(const std::string& name) {
-  static const testing::NamedBytes pictures = testing::hostile_pictures();
-  for (const auto& [file, bytes] : pictures) {
+const std::string& named(const testing::NamedBytes& entries, const std::string& name) {
+  for (const auto& [file, bytes] : entries) {
     if (file == name) return bytes;
   }
   throw std::runtime_error("no reproducer " + name);
+}
+
+const std::string& picture(const std::string& name) {
+  static const testing::NamedBytes pictures = testing::hostile_pictures();
+  return named(pictures, name);
 }
 
 TEST(HostilePictures, EveryReproducerIsABadInputErrorNamingTheFile) {
@@ -101,10 +105,7 @@ class HostileFiles : public testing::TempDirTest {
   }
   const std::string& config(const std::string& name) {
     static const testing::NamedBytes configs = testing::hostile_configs();
-    for (const auto& [file, text] : configs) {
-      if (file == name) return text;
-    }
-    throw std::runtime_error("no reproducer " + name);
+    return named(configs, name);
   }
 };
 

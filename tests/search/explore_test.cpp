@@ -66,6 +66,14 @@ class ExploreTest : public testing::TempDirTest {
     p.search.calib_method = CalibMethod::kPowerOfTwoMinMse;
     return p;
   }
+  // A run of two accepted steps (measured ranking), into work dir "whole".
+  ExploreParams two_step_params() {
+    ExploreParams p = params(Ranking::kMeasured);
+    save_model(two_sensitive_layers_model(), p.setup.model_path);
+    p.search.bf16_budget = 0.4;
+    p.setup.work_dir = path("whole");
+    return p;
+  }
 };
 
 TEST_F(ExploreTest, BothRankingsFindTheSensitiveLayerFirst) {
@@ -438,10 +446,7 @@ TEST(ExploreGuardrails, PsnrPlateauNeedsThreeSmallGainsInARow) {
 }
 
 TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
-  ExploreParams p = params(Ranking::kMeasured);
-  save_model(two_sensitive_layers_model(), p.setup.model_path);
-  p.search.bf16_budget = 0.4;
-  p.setup.work_dir = path("whole");
+  ExploreParams p = two_step_params();
   const ExploreResult whole = explore(p);
   ASSERT_EQ(whole.steps.size(), 2u) << whole.stop_reason;
 
@@ -518,10 +523,7 @@ TEST_F(ExploreTest, ResumeDropsALineCutByACrash) {
 }
 
 TEST_F(ExploreTest, AStopRequestEndsTheRunAfterTheStepInProgressWithTheBestOnDisk) {
-  ExploreParams p = params(Ranking::kMeasured);
-  save_model(two_sensitive_layers_model(), p.setup.model_path);
-  p.search.bf16_budget = 0.4;
-  p.setup.work_dir = path("whole");
+  ExploreParams p = two_step_params();
   const ExploreResult whole = explore(p);
   ASSERT_EQ(whole.steps.size(), 2u) << whole.stop_reason;
 

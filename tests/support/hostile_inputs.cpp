@@ -13,6 +13,10 @@ template <typename T>
 void put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
+template <typename... T>
+void put_all(std::string& out, T... values) {
+  (put(out, values), ...);
+}
 
 std::string raw_deflate(const std::string& data) {
   z_stream stream{};
@@ -79,49 +83,26 @@ std::string zip_with_declared_size(const std::string& name, const std::string& d
   put(extra, declared_size);
   put(extra, static_cast<uint64_t>(deflated.size()));
 
+  // The fields both headers carry, in this order (APPNOTE 4.3.7 and 4.3.12): flags, method
+  // (deflated), time, date, CRC (never reached), sizes (in the ZIP64 field), name and extra sizes.
+  const auto shared_fields = [&](std::string& out) {
+    put_all(out, uint16_t{0}, uint16_t{8}, uint16_t{0}, uint16_t{0x21}, uint32_t{0}, kMarker, kMarker,
+            static_cast<uint16_t>(name.size()), static_cast<uint16_t>(extra.size()));
+  };
   std::string zip;
-  put(zip, uint32_t{0x04034b50});
-  put(zip, uint16_t{45});
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{8});  // deflated
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{0x21});
-  put(zip, uint32_t{0});  // CRC: never reached
-  put(zip, kMarker);
-  put(zip, kMarker);
-  put(zip, static_cast<uint16_t>(name.size()));
-  put(zip, static_cast<uint16_t>(extra.size()));
+  put_all(zip, uint32_t{0x04034b50}, uint16_t{45});
+  shared_fields(zip);
   zip += name + extra + deflated;
 
   const auto directory_offset = static_cast<uint32_t>(zip.size());
-  put(zip, uint32_t{0x02014b50});
-  put(zip, uint16_t{45});
-  put(zip, uint16_t{45});
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{8});
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{0x21});
-  put(zip, uint32_t{0});
-  put(zip, kMarker);
-  put(zip, kMarker);
-  put(zip, static_cast<uint16_t>(name.size()));
-  put(zip, static_cast<uint16_t>(extra.size()));
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{0});
-  put(zip, uint32_t{0});
-  put(zip, uint32_t{0});  // local header offset
+  put_all(zip, uint32_t{0x02014b50}, uint16_t{45}, uint16_t{45});
+  shared_fields(zip);
+  // Comment size, disk, internal and external attributes, local header offset.
+  put_all(zip, uint16_t{0}, uint16_t{0}, uint16_t{0}, uint32_t{0}, uint32_t{0});
   zip += name + extra;
   const auto directory_size = static_cast<uint32_t>(zip.size() - directory_offset);
-
-  put(zip, uint32_t{0x06054b50});
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{0});
-  put(zip, uint16_t{1});
-  put(zip, uint16_t{1});
-  put(zip, directory_size);
-  put(zip, directory_offset);
-  put(zip, uint16_t{0});
+  put_all(zip, uint32_t{0x06054b50}, uint16_t{0}, uint16_t{0}, uint16_t{1}, uint16_t{1}, directory_size,
+          directory_offset, uint16_t{0});
   return zip;
 }
 
@@ -139,14 +120,8 @@ NamedBytes hostile_pictures() {
   pictures.emplace_back("png_100000x100000.png", kPngSignature + png_ihdr(100000, 100000) + png_chunk("IEND", ""));
   // BMP claiming 30000 x 30000 at 24 bits in a 54-byte file.
   std::string bmp = "BM";
-  put(bmp, uint32_t{54});
-  put(bmp, uint32_t{0});
-  put(bmp, uint32_t{54});
-  put(bmp, uint32_t{40});
-  put(bmp, int32_t{30000});
-  put(bmp, int32_t{30000});
-  put(bmp, uint16_t{1});
-  put(bmp, uint16_t{24});
+  put_all(bmp, uint32_t{54}, uint32_t{0}, uint32_t{54}, uint32_t{40}, int32_t{30000}, int32_t{30000}, uint16_t{1},
+          uint16_t{24});
   bmp.resize(54, '\0');
   pictures.emplace_back("bmp_30000x30000_no_pixels.bmp", bmp);
   // A JPEG frame header (SOF0) of 65000 x 65000 pixels.
