@@ -48,7 +48,8 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                                 const std::string& label, const RankLookup& rank_of, RewriteSummary* summary) {
   RewriteSummary local;
   RewriteSummary& s = summary ? *summary : local;
-  onnx::ModelProto out = std::move(prepared);
+  // place_for_ort_fusion reads the prepared model's float biases after insert_qdq: keep it then.
+  onnx::ModelProto out = options.ort_cpu_fusion ? prepared : std::move(prepared);
   s.opset_from = rewrite::default_opset(out);
   int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
   if (options.ort_cpu_fusion) {
