@@ -150,7 +150,11 @@ struct ExploreResult {
   std::vector<OutputMetrics> int8_metrics, lifted_metrics, final_metrics;  // lifted: every candidate lifted
   Verdict final_verdict;
   std::vector<ExploreStep> steps;
-  size_t evaluations = 0;          // evaluation passes spent (baselines, ranking, steps)
+  // Evaluation passes spent (baselines, ranking, steps). A resumed run counts them as the
+  // uninterrupted run would (its replayed steps and the ranking it read back included);
+  // evaluations_this_run is what this process spent.
+  size_t evaluations = 0;
+  size_t evaluations_this_run = 0;
   size_t resumed_steps = 0;        // steps replayed from the ledger (resume)
   double calibration_seconds = 0;  // 0 when statistics were reused
   // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of

@@ -105,10 +105,10 @@ class Workbench {
   // One rewrite and one pass over the cached samples, judged with the setup's criterion.
   Evaluation evaluate(const QuantConfig& config);
   // The same pass for a model built elsewhere (a quantized model given by the user).
-  Evaluation evaluate_model(const onnx::ModelProto& model);
+  Evaluation evaluate_model(onnx::ModelProto model);
 
  private:
-  void load_or_calibrate(const onnx::ModelProto& model);
+  void load_or_calibrate(onnx::ModelProto model);  // consumes the loaded model
   void cache_reference();
   const CostModel& cost_model(const DeviceProfile& device);
 
