@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -76,9 +77,13 @@ class TapSink {
 class Session {
  public:
   static Session from_file(const std::string& model_path, const SessionOptions& options = {});
-  // `label` names the model in error messages (a path or "quantized model").
+  // `label` names the model in error messages (a path or "quantized model"). `extra_outputs`
+  // are intermediate tensors the session also returns, as with expose_intermediates(). A
+  // model over protobuf's 2 GB limit goes through a temporary file with external data,
+  // written straight from the model's buffers, and its session does not prepack weights
+  // (prepacking holds a second copy of each): one copy in ONNX Runtime beside the caller's.
   static Session from_model(const onnx::ModelProto& model, const std::string& label,
-                            const SessionOptions& options = {});
+                            const SessionOptions& options = {}, const std::vector<std::string>& extra_outputs = {});
 
   // A session of `model` in which each of `tensors` (graph inputs or node outputs of the main
   // graph) is observed by `sink` as it is computed: a tap node (a CPU custom op of mixprec's)
@@ -107,9 +112,14 @@ class Session {
  private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
-  // `taps`: register mixprec's tap op with the session.
-  static std::unique_ptr<Impl> build_in_memory(const onnx::ModelProto& model, const std::string& label,
-                                               const SessionOptions& options, bool taps);
+  // `taps`: register mixprec's tap op with the session; `edit` changes the graph the session
+  // runs (not the caller's model). A model over the protobuf limit goes through a file.
+  static std::unique_ptr<Impl> build(const onnx::ModelProto& model, const std::string& label,
+                                     const SessionOptions& options, bool taps,
+                                     const std::function<void(onnx::ModelProto&)>& edit);
+  // `large`: a model over the protobuf limit (no weight prepacking).
+  static std::unique_ptr<Impl> open_file(const std::string& model_path, const std::string& label,
+                                         const SessionOptions& options, bool taps, bool large);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -293,8 +293,8 @@ std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model,
   } catch (const std::exception&) {
     // Inference is a best effort here; ONNX Runtime's view below still applies.
   }
-  const onnx::ModelProto exposed = expose_intermediates(model, main_graph_tensors(model), label);
-  const Session session = Session::from_model(exposed, label, {.optimization = GraphOptimization::kDisabled});
+  const Session session =
+      Session::from_model(model, label, {.optimization = GraphOptimization::kDisabled}, main_graph_tensors(model));
   // ONNX Runtime reports an unknown shape as rank 0, so rank 0 stays "unknown" here.
   for (const auto* specs : {&session.outputs(), &session.inputs()}) {
     for (const auto& spec : *specs) {

@@ -25,8 +25,12 @@ CalibrationStats collect(const onnx::ModelProto& graph, const EvaluationSetup& s
                          std::vector<std::string> tensors) {
   const std::string& label = setup.model_path;
   const DataSpec data = calibration_data(setup, request.max_samples ? request.max_samples : kRandomSamples);
-  const Session probe = Session::from_model(graph, label, request.session);
-  const auto source = open_samples(data, probe.inputs(), label);
+  // The probe only tells the inputs: closed before calibrating, so two sessions never hold a
+  // large model's weights at once.
+  const auto source = [&] {
+    const Session probe = Session::from_model(graph, label, request.session);
+    return open_samples(data, probe.inputs(), label);
+  }();
   if (source->size() < 4) log_warning(source->describe() + ": fewer than 4 calibration samples; ranges will be noisy");
   return calibrate_model(graph, label, *source,
                          {.session = request.session,

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -17,25 +18,40 @@
 
 namespace mixprec {
 
+namespace {
+// Graphs up to this size keep their bytes so that an evaluation of the same graph reuses the
+// previous session.
+constexpr size_t kReusableSessionBytes = size_t{256} << 20;
+}  // namespace
+
 Workbench::Workbench(const EvaluationSetup& setup, const DeploymentTarget& deployment, const WorkbenchOptions& options)
     : setup_(setup), options_(options), session_(accuracy_session(deployment)) {
   const std::string& label = setup_.model_path;
-  const onnx::ModelProto model = load_model(label);
+  onnx::ModelProto model = load_model(label);
   task_ = analyze_model(model, label).task;
-  prepared_ = prepare_model(model, options_.prepare, label);
-  load_or_calibrate(model);
+  // The loaded model is kept only when calibration needs a graph of its own: a 2 GB model is
+  // not held twice beside ONNX Runtime's copy.
+  const bool own_calibration_graph = calibration_preparation(options_.prepare).fold_affine != options_.prepare.fold_affine;
+  prepared_ = own_calibration_graph ? prepare_model(model, options_.prepare, label)
+                                    : prepare_model(std::move(model), options_.prepare, label);
+  load_or_calibrate(std::move(model));
   cache_reference();
 }
 
-void Workbench::load_or_calibrate(const onnx::ModelProto& model) {
+void Workbench::load_or_calibrate(onnx::ModelProto model) {
   const std::string& label = setup_.model_path;
   if (!setup_.work_dir.empty() && !options_.stats_file.empty()) {
+    std::filesystem::create_directories(setup_.work_dir);
     stats_path_ = (std::filesystem::path(setup_.work_dir) / options_.stats_file).string();
   }
   const PrepareOptions calibration = calibration_preparation(options_.prepare);
-  calibration_graph_ = calibration.fold_affine == options_.prepare.fold_affine ? prepared_
-                                                                              : prepare_model(model, calibration, label);
-  CachedStats cached = load_or_collect_stats(calibration_graph_, setup_, stats_request());
+  // The calibration graph is kept for statistics a later config reads (add_missing_stats); it
+  // is a second copy only when it differs from the prepared model.
+  if (calibration.fold_affine != options_.prepare.fold_affine) {
+    own_calibration_graph_ = prepare_model(std::move(model), calibration, label);
+  }
+  model.Clear();
+  CachedStats cached = load_or_collect_stats(calibration_graph(), setup_, stats_request());
   stats_ = std::move(cached.stats);
   stats_reused_ = cached.reused;
   calibration_seconds_ = cached.seconds;
@@ -285,7 +301,7 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
 
 onnx::ModelProto Workbench::build(const QuantConfig& config) {
   const std::set<std::string> read = tensors_read(config, prepared_, setup_.model_path);
-  if (add_missing_stats(calibration_graph_, setup_, stats_request(), {read.begin(), read.end()}, stats_)) {
+  if (add_missing_stats(calibration_graph(), setup_, stats_request(), {read.begin(), read.end()}, stats_)) {
     ranks_ = rank_table(prepared_, setup_.model_path, stats_);
   }
   const auto assignment = assign_layers(config, prepared_, setup_.model_path);
@@ -300,16 +316,19 @@ Evaluation Workbench::evaluate(const QuantConfig& config) {
   return e;
 }
 
-Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
+Evaluation Workbench::evaluate_model(onnx::ModelProto model) {
   ++evaluations_;
   const auto t0 = Clock::now();
   Evaluation e;
-  e.model = std::make_shared<const onnx::ModelProto>(model);
+  e.model = std::make_shared<const onnx::ModelProto>(std::move(model));  // moved: a large model is not copied
   // The graph of the previous evaluation again (a search revisiting a set, a preset evaluated
-  // twice): its session is reused rather than built again.
-  std::string bytes = serialize_model(*e.model, setup_.model_path);
-  if (!last_session_ || bytes != last_model_) {
+  // twice): its session is reused rather than built again. Only graphs small enough to keep
+  // their bytes for the comparison; a larger one always gets a session of its own.
+  std::string bytes;
+  if (e.model->ByteSizeLong() <= kReusableSessionBytes) bytes = serialize_model(*e.model, setup_.model_path);
+  if (!last_session_ || bytes.empty() || bytes != last_model_) {
     last_session_.reset();
+    last_model_.clear();
     last_session_.emplace(Session::from_model(*e.model, setup_.model_path, session_));
     last_model_ = std::move(bytes);
   }
@@ -318,6 +337,7 @@ Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
   samples_->for_each([&](size_t, const NamedTensors& inputs, const NamedTensors& reference) {
     comparer.add(reference, session.run(inputs));
   });
+  if (last_model_.empty()) last_session_.reset();  // a large model's session is not held beside the next model
   e.metrics = comparer.results();
   e.verdict = judge(task_.type, e.metrics, setup_.criterion.target);
   for (const auto& m : e.metrics) {

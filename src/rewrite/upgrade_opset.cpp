@@ -626,7 +626,10 @@ int default_opset_index(const onnx::ModelProto& model, const std::string& label)
     if (index) throw_bad_input(label, "the model imports the default ONNX domain twice");
     index = i;
   }
-  if (!index) throw_bad_input(label, "the model imports no default-domain (ai.onnx) opset");
+  if (!index) {
+    throw_bad_input(label, "the model imports no opset for the default ONNX domain (ai.onnx), so no operator "
+                           "version is known: export it again with its opset");
+  }
   return *index;
 }
 

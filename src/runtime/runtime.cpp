@@ -4,15 +4,18 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <exception>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 // The API table is set at run time (ensure_api): the linked ONNX Runtime, or the library
 // MIXPREC_ORT_LIB names.
 #define ORT_API_MANUAL_INIT
 #include <onnxruntime_cxx_api.h>
+#include <onnxruntime_session_options_config_keys.h>
 
 #include <dlfcn.h>
 
@@ -155,9 +158,10 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label,
-                                         OrtCustomOpDomain* custom_ops = nullptr) {
+                                         OrtCustomOpDomain* custom_ops = nullptr, bool large = false) {
   Ort::SessionOptions so;
   if (custom_ops != nullptr) so.Add(custom_ops);
+  if (large) so.AddConfigEntry(kOrtSessionOptionsConfigDisablePrepacking, "1");
   so.SetGraphOptimizationLevel(to_ort(options.optimization));
   if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
   if (!options.optimized_model_path.empty()) so.SetOptimizedModelFilePath(options.optimized_model_path.c_str());
@@ -187,6 +191,17 @@ Error runtime_error(const std::string& label, const Ort::Exception& e) {
                            code == ORT_INVALID_PROTOBUF || code == ORT_NOT_IMPLEMENTED || code == ORT_NO_MODEL;
   std::string message = e.what();
   std::replace(message.begin(), message.end(), '\n', ' ');
+  // "...Fatal error: com.example:Frobnicate(-1) is not a registered function/op": a node no
+  // kernel or schema exists for is the model's property, not a failure of ours.
+  constexpr std::string_view kUnregistered = " is not a registered function/op";
+  if (const size_t end = message.find(kUnregistered); end != std::string::npos && end > 0) {
+    const size_t start = message.rfind(' ', end - 1) + 1;
+    std::string op = message.substr(start, end - start);
+    op = op.substr(0, op.find('('));
+    return Error(ErrorKind::kUnsupported, label,
+                 "op " + op + " is not implemented by ONNX Runtime " + Ort::GetVersionString() +
+                     " (an op of a custom domain needs its library registered)");
+  }
   return Error(input_fault ? ErrorKind::kBadInput : ErrorKind::kRuntime, label, "ONNX Runtime: " + message);
 }
 
@@ -433,43 +448,55 @@ Session Session::from_file(const std::string& model_path, const SessionOptions& 
   ensure_api();
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) throw_io(model_path, "no such model file");
+  return Session(open_file(model_path, model_path, options, false, false));
+}
+
+std::unique_ptr<Session::Impl> Session::open_file(const std::string& model_path, const std::string& label,
+                                                  const SessionOptions& options, bool taps, bool large) {
   auto impl = std::make_unique<Impl>();
-  impl->label = model_path;
+  impl->label = label;
   try {
-    Ort::SessionOptions so = make_session_options(options, model_path);
+    Ort::SessionOptions so = make_session_options(options, label, taps ? tap_domain() : nullptr, large);
     impl->session = Ort::Session(ort_env(), model_path.c_str(), so);
     impl->describe();
   } catch (const Ort::Exception& e) {
-    throw runtime_error(model_path, e);
+    throw runtime_error(label, e);
   }
-  return Session(std::move(impl));
+  return impl;
 }
 
-Session Session::from_model(const onnx::ModelProto& model, const std::string& label, const SessionOptions& options) {
-  ensure_api();
+std::unique_ptr<Session::Impl> Session::build(const onnx::ModelProto& model, const std::string& label,
+                                              const SessionOptions& options, bool taps,
+                                              const std::function<void(onnx::ModelProto&)>& edit) {
+  if (model.opset_import_size() == 0) {
+    throw_bad_input(label, "the model imports no opset (opset_import is empty), so no operator version is known: "
+                           "export it again with its opset");
+  }
   if (model.ByteSizeLong() > kProtobufLimitBytes) {
-    // ONNX Runtime cannot take >2 GB from memory: go through a file with external data.
+    // ONNX Runtime cannot take >2 GB from memory: the model goes through a temporary file with
+    // external data, written from the model's buffers, and `edit` changes only the light graph.
     const fs::path dir = fs::temp_directory_path() / ("mixprec-session-" + std::to_string(::getpid()) + "-" +
                                                        std::to_string(reinterpret_cast<uintptr_t>(&model)));
     fs::create_directories(dir);
     const std::string path = (dir / "model.onnx").string();
-    save_model(model, path, {.external_data = ExternalData::kAlways});
     try {
-      Session session = from_file(path, options);
-      session.impl_->label = label;
+      save_model(model, path, {.external_data = ExternalData::kAlways, .edit_graph = edit});
+      auto impl = open_file(path, label, options, taps, true);
       fs::remove_all(dir);
-      return session;
+      return impl;
     } catch (...) {
       fs::remove_all(dir);
       throw;
     }
   }
-  return Session(build_in_memory(model, label, options, false));
-}
-
-std::unique_ptr<Session::Impl> Session::build_in_memory(const onnx::ModelProto& model, const std::string& label,
-                                                        const SessionOptions& options, bool taps) {
-  const std::string bytes = serialize_model(model, label);
+  std::string bytes;
+  if (edit) {
+    onnx::ModelProto copy = model;
+    edit(copy);
+    bytes = serialize_model(copy, label);
+  } else {
+    bytes = serialize_model(model, label);
+  }
   auto impl = std::make_unique<Impl>();
   impl->label = label;
   try {
@@ -482,6 +509,16 @@ std::unique_ptr<Session::Impl> Session::build_in_memory(const onnx::ModelProto& 
   return impl;
 }
 
+Session Session::from_model(const onnx::ModelProto& model, const std::string& label, const SessionOptions& options,
+                            const std::vector<std::string>& extra_outputs) {
+  ensure_api();
+  std::function<void(onnx::ModelProto&)> edit;
+  if (!extra_outputs.empty()) {
+    edit = [&](onnx::ModelProto& graph) { graph = expose_intermediates(graph, extra_outputs, label); };
+  }
+  return Session(build(model, label, options, false, edit));
+}
+
 Session Session::tapped(const onnx::ModelProto& model, const std::string& label, const std::vector<std::string>& tensors,
                         TapSink& sink, const SessionOptions& options) {
   ensure_api();
@@ -491,13 +528,10 @@ Session Session::tapped(const onnx::ModelProto& model, const std::string& label,
   std::vector<std::string> tap_outputs;
   std::unique_ptr<Impl> impl;
   try {
-    onnx::ModelProto copy = model;
-    const std::string last = add_taps(copy, tensors, id, label);
-    if (!last.empty()) tap_outputs.push_back(last);
-    if (copy.ByteSizeLong() > kProtobufLimitBytes) {
-      throw_unsupported(label, "a model over 2 GB cannot be observed in memory (tapped session)");
-    }
-    impl = build_in_memory(copy, label, options, true);
+    impl = build(model, label, options, true, [&](onnx::ModelProto& graph) {
+      const std::string last = add_taps(graph, tensors, id, label);
+      if (!last.empty()) tap_outputs.push_back(last);
+    });
   } catch (...) {
     TapRegistry::instance().remove(id);
     throw;

@@ -6,12 +6,9 @@
 
 #include <cstddef>
 #include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 #include "mixprec/explore.h"
 #include "mixprec/metrics.h"
@@ -20,16 +17,17 @@ namespace mixprec::search {
 
 // An evaluation in the search's terms. A score replayed from the ledger has numbers only.
 struct Score {
-  std::shared_ptr<const onnx::ModelProto> model;  // null when replayed
-  std::vector<OutputMetrics> metrics;             // empty when replayed
-  bool pass = false;                              // meets the criterion
-  Verdict verdict;                                // its criterion and reason (empty when replayed)
-  double objective = 0;                           // higher is better
-  double psnr_db = 0;                             // worst output
-  double pass_rate = 0;                           // worst output
-  double seconds = 0;                             // rewrite + evaluation (the ledger's, when replayed)
-  double time_vs_bf16 = 1;                        // expected compute time of the assignment (cost model)
-  size_t transitions = 0;                         // its INT8 <-> float boundaries
+  // No model: a search holds many scores, and a model each would be many models (2 GB each for
+  // a large one). The model of the assignment kept is built again from its config.
+  std::vector<OutputMetrics> metrics;  // empty when replayed
+  bool pass = false;                   // meets the criterion
+  Verdict verdict;                     // its criterion and reason (empty when replayed)
+  double objective = 0;                // higher is better
+  double psnr_db = 0;                  // worst output
+  double pass_rate = 0;                // worst output
+  double seconds = 0;                  // rewrite + evaluation (the ledger's, when replayed)
+  double time_vs_bf16 = 1;             // expected compute time of the assignment (cost model)
+  size_t transitions = 0;              // its INT8 <-> float boundaries
   bool replayed = false;
 };
 

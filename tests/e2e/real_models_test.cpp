@@ -1,6 +1,7 @@
 // End-to-end on the real PP-OCR models (fetched by scripts/setup.sh): analysis task types,
 // reproducible baseline runs, and the outputs file of `mixprec run`.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -65,7 +66,8 @@ RunParams seeded_params(const RealModelCase& c) {
 }
 
 TEST_P(RealModelRun, SeededRunsAreBitIdenticalAndSavedOutputsReadBack) {
-  const fs::path dir = fs::temp_directory_path() / ("mixprec_e2e_" + std::string(GetParam().file));
+  const fs::path dir =
+      fs::temp_directory_path() / ("mixprec_e2e_" + std::string(GetParam().file) + "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   RunParams a = seeded_params(GetParam());
   a.save_outputs_path = (dir / "a.npz").string();
@@ -125,7 +127,7 @@ TEST(RealModelCli, MissingAndCorruptModelsAreBadInput) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("/nonexistent/model.onnx"), std::string::npos);
 
-  const fs::path corrupt = fs::temp_directory_path() / "mixprec_corrupt.onnx";
+  const fs::path corrupt = fs::temp_directory_path() / ("mixprec_corrupt_" + std::to_string(::getpid()) + ".onnx");
   {
     std::ifstream in(model_path("ppocr_cls.onnx"), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -139,7 +141,7 @@ TEST(RealModelCli, MissingAndCorruptModelsAreBadInput) {
 }
 
 TEST(RealModelCli, RunPrintsLatencyAndSavesOutputs) {
-  const fs::path out = fs::temp_directory_path() / "mixprec_cli_run.npz";
+  const fs::path out = fs::temp_directory_path() / ("mixprec_cli_run_" + std::to_string(::getpid()) + ".npz");
   const CliResult r = run_cli({"run", model_path("ppocr_cls.onnx"), "--random", "3", "--seed", "5", "--input-shape",
                                "x=1x3x48x192", "--runs", "3", "--save-outputs", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;

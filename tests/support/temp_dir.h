@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -10,10 +11,12 @@ namespace mixprec::testing {
 
 class TempDirTest : public ::testing::Test {
  protected:
-  // <temp>/mixprec_<suite>_<test>, empty.
+  // <temp>/mixprec_<suite>_<test>_<pid>, empty. The pid keeps two checkouts' suites running
+  // at once on one machine out of each other's folders.
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string("mixprec_") + info->test_suite_name() + "_" + info->name();
+    std::string name = std::string("mixprec_") + info->test_suite_name() + "_" + info->name() + "_" +
+                       std::to_string(::getpid());
     for (char& c : name) {
       if (c == '/') c = '_';  // parameterized names
     }
