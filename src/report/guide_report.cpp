@@ -287,7 +287,10 @@ Json json_of(const ExplorePhaseResult& r) {
             {"search", {{"base", s.base_config ? Json("config") : Json(s.base_preset)},
                         {"lift", s.lift},
                         {"bf16_budget", s.bf16_budget},
+                        {"time_budget", s.time_budget},
                         {"max_iterations", s.max_iterations},
+                        {"calib_method", s.calib_method ? calib_method_traits(*s.calib_method).name : "auto"},
+                        {"pareto", s.pareto},
                         {"ranking", to_string(s.ranking)},
                         {"search", to_string(s.search)}}}};
   if (!r.result) return j;
@@ -306,6 +309,9 @@ Json json_of(const ExplorePhaseResult& r) {
                  {"verdict", verdict_to_json(e.final_verdict)},
                  {"final_time_vs_bf16", e.final_time_vs_bf16},
                  {"int8_time_vs_bf16", e.int8_time_vs_bf16},
+                 {"final_transitions", e.final_transitions},
+                 {"calib_method", calib_method_traits(e.calib_method).name},
+                 {"pareto_points", e.pareto.size()},
                  {"seconds", e.seconds},
                  {"final_model", e.final_model_path},
                  {"final_config", e.final_config_path},

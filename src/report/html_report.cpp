@@ -482,6 +482,7 @@ constexpr DecisionStyle kDecisionStyles[] = {
     {"rolled back", "rolled back (worse)", "#c53030", MarkerShape::kCross},
     {"meets", "meets the criterion", "#2f855a", MarkerShape::kDot},
     {"misses", "misses it", "#c53030", MarkerShape::kRing},
+    {"measured", "measured (priced alone, or a point of the curve)", "#805ad5", MarkerShape::kRing},
 };
 const DecisionStyle& decision_style(const std::string& decision) {
   for (const auto& s : kDecisionStyles) {
@@ -596,9 +597,12 @@ Section summary_section(const Inputs& in, const MetricView& metric) {
     }
     const Json& time = field(in.summary, "expected_time_vs_full_bf16");
     if (const auto final_time = number(time, "final")) {
-      tiles += tile("expected compute time", fixed(*final_time) + "x",
-                    "of full BF16 on " + text_of(in.summary, "device") + "; full INT8 " +
-                        fixed(number(time, "full_int8").value_or(0)) + "x");
+      std::string sub = "of full BF16 on " + text_of(in.summary, "device") + "; full INT8 " +
+                        fixed(number(time, "full_int8").value_or(0)) + "x";
+      if (const auto transitions = number(in.summary, "transitions")) {
+        sub += "; " + counted(static_cast<size_t>(*transitions), "INT8/float transition");
+      }
+      tiles += tile("expected compute time", fixed(*final_time) + "x", sub);
     }
     tiles += tile("search", counted(static_cast<size_t>(number(in.summary, "evaluations").value_or(0)), "evaluation"),
                   text_of(in.summary, "search") + " over the " + text_of(in.summary, "ranking") + " ranking");
@@ -766,6 +770,12 @@ std::string search_settings(const Json& run) {
                                      general(number(run, "rtol").value_or(0)));
   rows.emplace_back("lift to", esc(text_of(run, "lift")));
   rows.emplace_back("budget", percent(number(run, "bf16_budget").value_or(0), 0) + " of the candidates");
+  if (const auto t = number(run, "time_budget")) {
+    rows.emplace_back("time budget", *t > 0 ? fixed(*t) + "x full BF16 at most" : "none");
+  }
+  if (const std::string method = text_of(run, "calib_method"); !method.empty()) {
+    rows.emplace_back("calibration", method == "auto" ? "every method the device allows, the best kept" : esc(method));
+  }
   const auto iterations = number(run, "max_iterations").value_or(0);
   rows.emplace_back("max iterations", iterations > 0 ? fixed(iterations, 0) : "min(50, candidates)");
   const Json& data = field(run, "evaluation");
@@ -791,6 +801,18 @@ std::optional<Section> recipe_section(const Inputs& in) {
     body += "<h3>Dry run: every whole-model choice against FP32</h3>\n";
     body += "<p>" + esc(text_of(*dry, "data")) + ", device " + esc(text_of(*dry, "device")) + "</p>\n";
     body += preset_rows_table(items(*dry, "rows"));
+    const Json& estimates = items(*dry, "explore_estimates");
+    if (!estimates.empty()) {
+      std::string list;
+      for (const auto& e : estimates) {
+        list += (list.empty() ? "" : ", ") + esc(text_of(e, "search")) + " at most " +
+                counted(static_cast<size_t>(number(e, "evaluations").value_or(0)), "evaluation") + " (~" +
+                fixed(number(e, "seconds").value_or(0), 0) + " s)";
+      }
+      body += "<p>An exploration from the INT8 row (" +
+              counted(static_cast<size_t>(number(*dry, "candidates").value_or(0)), "candidate layer") + ", " +
+              fixed(number(*dry, "seconds_per_evaluation").value_or(0)) + " s per evaluation): " + list + ".</p>\n";
+    }
     const Json& rec = field(*dry, "recommendation");
     body += "<p class=\"callout\"><strong>Recommendation: " + esc(text_of(rec, "action")) + "</strong>. " +
             esc(text_of(rec, "reason")) + "</p>\n";
