@@ -758,7 +758,7 @@ std::string preset_rows_table(const Json& rows) {
   return table(headers, out, "sortable", numeric);
 }
 
-std::string search_settings(const Json& run) {
+std::string search_settings(const Json& run, const Json& summary) {
   std::vector<std::pair<std::string, std::string>> rows;
   const Json& base = field(run, "base");
   rows.emplace_back("start", base.is_string() ? esc(base.get<std::string>())
@@ -774,7 +774,10 @@ std::string search_settings(const Json& run) {
     rows.emplace_back("time budget", *t > 0 ? fixed(*t) + "x full BF16 at most" : "none");
   }
   if (const std::string method = text_of(run, "calib_method"); !method.empty()) {
-    rows.emplace_back("calibration", method == "auto" ? "every method the device allows, the best kept" : esc(method));
+    const std::string kept = text_of(summary, "calib_method");
+    rows.emplace_back("calibration", method != "auto" ? esc(method)
+                                     : kept.empty()   ? "every method the device allows, the best kept"
+                                                      : esc(kept) + " (the best of the methods the device allows)");
   }
   const auto iterations = number(run, "max_iterations").value_or(0);
   rows.emplace_back("max iterations", iterations > 0 ? fixed(iterations, 0) : "min(50, candidates)");
@@ -848,7 +851,7 @@ std::optional<Section> recipe_section(const Inputs& in) {
     }
     body += table({"method", "worst PSNR (dB)", "verdict"}, rows, "", {false, true, false});
   }
-  if (in.run.is_object()) body += "<h3>Search settings</h3>\n" + search_settings(in.run);
+  if (in.run.is_object()) body += "<h3>Search settings</h3>\n" + search_settings(in.run, in.summary);
   if (body.empty()) return std::nullopt;
   std::vector<std::string> parts;
   if (!dry->is_null()) parts.emplace_back("dry run");

@@ -117,8 +117,8 @@ TEST_F(ReportBrowserTest, ScreenshotShowsTheChartsAndTheDomHoldsTheirSvg) {
 
   const testing::CliResult dom = chromium({"--dump-dom", url});
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
-  for (const char* id :
-       {"chart-ops", "chart-ranking", "chart-trajectory", "chart-map", "chart-mac-share", "chart-expected-time"}) {
+  for (const char* id : {"chart-ops", "chart-ranking", "chart-trajectory", "chart-tradeoff", "chart-map",
+                         "chart-mac-share", "chart-expected-time"}) {
     EXPECT_NE(dom.out.find("<svg id=\"" + std::string(id) + "\""), std::string::npos) << id;
   }
   // Every SVG element of the file made it into the browser's DOM.

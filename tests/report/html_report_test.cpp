@@ -103,8 +103,14 @@ TEST_F(HtmlReportTest, ExploreWorkDirHasEverySectionEveryLayerAndParses) {
   const std::string config = element_by_id(html, "final-config");
   EXPECT_NE(config.find("mix_1"), std::string::npos);
   EXPECT_NE(html.find("mixprec quantize "), std::string::npos);
-  // This search records no per-step time and no pareto.json: the trade-off section says so.
-  EXPECT_NE(element_by_id(html, "tradeoff").find("older search"), std::string::npos);
+  // The trade-off: every step at its expected time, the non-dominated points of pareto.json
+  // joined, the final assignment marked, each point's config linked.
+  ASSERT_FALSE(r.pareto.empty());
+  const std::string tradeoff = element_by_id(html, "chart-tradeoff");
+  EXPECT_EQ(occurrences(tradeoff, "<title>step "), r.steps.size());
+  EXPECT_NE(tradeoff.find("<path class=\"front\""), std::string::npos);
+  EXPECT_EQ(occurrences(tradeoff, "<title>chosen: "), 1u);
+  EXPECT_NE(html.find("<a href=\"" + r.pareto.front().config_path + "\">"), std::string::npos);
   // Self-contained: no fetch of anything.
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));
   EXPECT_EQ(html.find("https://"), std::string::npos);
@@ -147,48 +153,25 @@ TEST_F(HtmlReportTest, AStoppedRunStillGivesAReportOfItsBestState) {
   EXPECT_EQ(degraded.find("id=\"chart-ranking\""), std::string::npos);
 }
 
-TEST_F(HtmlReportTest, DrawsPerStepTimesAndTheParetoCurveWhenTheSearchWritesThem) {
+TEST_F(HtmlReportTest, AWorkDirFromBeforeTheCostModelHasNoTradeOffChartAndSaysWhy) {
   explore_into("work");
-  // The fields the cost-aware search adds (ledger time_vs_bf16 and transitions, pareto.json).
+  // As a search before the cost model left it: no per-step time or transitions, no pareto.json.
   auto lines = lines_of(path("work/ledger.jsonl"));
-  const std::vector<double> times = {0.9, 0.95, 0.97};
-  for (size_t i = 0; i < lines.size(); ++i) {
-    Json j = Json::parse(lines[i]);
-    j["time_vs_bf16"] = times[std::min(i, times.size() - 1)];
-    j["transitions"] = 2 * (i + 1);
-    lines[i] = j.dump();
+  for (auto& line : lines) {
+    Json j = Json::parse(line);
+    j.erase("time_vs_bf16");
+    j.erase("transitions");
+    line = j.dump();
   }
   write_lines(path("work/ledger.jsonl"), lines);
-  Json summary = Json::parse(read_file(path("work/summary.json"), "summary"));
-  const double final_time = summary["expected_time_vs_full_bf16"]["final"].get<double>();
-  const Json pareto = {{"metric", "worst-output PSNR (dB)"},
-                       {"device", "ve2"},
-                       {"points", Json::array({{{"step", 0},
-                                                {"label", "full INT8"},
-                                                {"lifted", 0},
-                                                {"time_vs_bf16", 0.5},
-                                                {"objective", 12.5},
-                                                {"meets", false},
-                                                {"transitions", 0}},
-                                               {{"step", 2},
-                                                {"label", "top 2"},
-                                                {"lifted", 2},
-                                                {"time_vs_bf16", final_time},
-                                                {"objective", 45.0},
-                                                {"meets", true},
-                                                {"transitions", 4},
-                                                {"config", "pareto/point_2.json"}}})}};
-  write_file_atomically(path("work/pareto.json"), pareto.dump(2));
+  fs::remove(path("work/pareto.json"));
+  fs::remove_all(path("work/pareto"));
   const std::string html = html_report(path("work"));
   EXPECT_EQ(html_problems(html), std::vector<std::string>{});
-  const std::string chart = element_by_id(html, "chart-tradeoff");
-  ASSERT_FALSE(chart.empty());
-  EXPECT_NE(chart.find("<path class=\"front\""), std::string::npos);
-  EXPECT_NE(chart.find("<title>chosen: top 2, "), std::string::npos);
-  EXPECT_EQ(occurrences(chart, "<title>step "), lines.size());
-  EXPECT_NE(chart.find("full INT8</text>"), std::string::npos);
-  EXPECT_NE(html.find("<a href=\"pareto/point_2.json\">"), std::string::npos);
-  EXPECT_NE(element_by_id(html, "trajectory").find("<th class=\"num\">transitions</th>"), std::string::npos);
+  EXPECT_EQ(html.find("id=\"chart-tradeoff\""), std::string::npos);
+  EXPECT_NE(element_by_id(html, "tradeoff").find("older search"), std::string::npos);
+  EXPECT_EQ(element_by_id(html, "trajectory").find(">transitions</th>"), std::string::npos);
+  EXPECT_NE(html.find("id=\"chart-trajectory\""), std::string::npos);
 }
 
 TEST_F(HtmlReportTest, DryRunWorkDirShowsItsTableAndRecommendation) {
