@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
 #include "mixprec/html_report.h"
@@ -17,6 +18,7 @@
 #include "mixprec/workflow_report.h"
 #include "support/explore_models.h"
 #include "support/html_check.h"
+#include "support/model_builder.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -172,6 +174,40 @@ TEST_F(HtmlReportTest, AWorkDirFromBeforeTheCostModelHasNoTradeOffChartAndSaysWh
   EXPECT_NE(element_by_id(html, "tradeoff").find("older search"), std::string::npos);
   EXPECT_EQ(element_by_id(html, "trajectory").find(">transitions</th>"), std::string::npos);
   EXPECT_NE(html.find("id=\"chart-trajectory\""), std::string::npos);
+}
+
+// Thousands of layers stay readable: rows grouped by the names' scopes, every layer a cell.
+TEST_F(HtmlReportTest, AMapOfThousandsOfLayersGroupsThemByNameScope) {
+  constexpr int kStages = 3, kPerStage = 1000;
+  testing::ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
+      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
+      .add_initializer("w", {4, 4}, std::vector<float>(16, 0.25f));
+  std::string previous = "x";
+  for (int k = 0; k < kStages; ++k) {
+    for (int i = 0; i < kPerStage; ++i) {
+      const bool last = k == kStages - 1 && i == kPerStage - 1;
+      const std::string out = last ? "y" : "t" + std::to_string(k) + "_" + std::to_string(i);
+      b.add_node("MatMul", {previous, "w"}, {out}, {},
+                 "/stage" + std::to_string(k) + "/block" + std::to_string(i / 10) + "/mm" + std::to_string(i));
+      previous = out;
+    }
+  }
+  save_model(b.build(), path("big.onnx"));
+  // A work dir as explore leaves it, for the map: the config (stage 1's first 100 layers lifted).
+  QuantConfig config = *preset_config("XINT8");
+  config.specific.push_back({.target_node_names = {"^/stage1/block[0-9]/.*"}, .layer_config = preset_config("BF16")->global});
+  fs::create_directories(path("work"));
+  save_config(config, path("work/final_config.json"));
+  write_file_atomically(path("work/summary.json"), Json{{"model", path("big.onnx")}}.dump());
+
+  const std::string html = html_report(path("work"));
+  EXPECT_EQ(html_problems(html), std::vector<std::string>{});
+  const std::string map = element_by_id(html, "chart-map");
+  EXPECT_EQ(occurrences(map, "<rect class=\"cell "), size_t{kStages * kPerStage});
+  EXPECT_EQ(occurrences(map, "<rect class=\"cell bf16\""), 100u);
+  for (int k = 0; k < kStages; ++k) EXPECT_NE(map.find(">/stage" + std::to_string(k) + "</text>"), std::string::npos) << k;
+  EXPECT_NE(map.find("<title>#1001 /stage1/block0/mm0 (MatMul): bf16, "), std::string::npos);
 }
 
 TEST_F(HtmlReportTest, DryRunWorkDirShowsItsTableAndRecommendation) {
