@@ -5,7 +5,7 @@ JOBS ?= 2
 MODELS := third_party/models
 MIXPREC := $(BUILD_DIR)/mixprec
 
-.PHONY: setup build demo test test-unit test-e2e bench clean
+.PHONY: setup build demo test test-unit test-e2e bench clean fuzz-build fuzz fuzz-smoke
 
 setup:
 	bash scripts/setup.sh
@@ -35,7 +35,7 @@ demo: build
 	  --calibration-data $(DATA)/calib --data $(DATA)/eval $(DET_DATA) --work-dir $(DEMO); \
 	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 3 ] || exit $$status
 
-test: build
+test: build fuzz-smoke
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
 
 test-unit: build
@@ -50,5 +50,21 @@ bench: build
 	mkdir -p bench
 	$(BUILD_DIR)/mixprec_bench --out bench/results.json $(BENCH_ARGS)
 
+# Fuzzing (fuzz/): the library's parsers under libFuzzer with ASan and UBSan, built by clang-16
+# in $(FUZZ_BUILD_DIR) with seed corpora generated from the real models and pictures.
+# `make fuzz` runs every target FUZZ_SECONDS; `make test` runs the short smoke of each.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 600
+
+fuzz-build: setup
+	cmake -S . -B $(FUZZ_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++-16 -DMIXPREC_FUZZ=ON
+	cmake --build $(FUZZ_BUILD_DIR) -j$(JOBS)
+
+fuzz: fuzz-build
+	FUZZ_DIR=$(FUZZ_BUILD_DIR) bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	FUZZ_DIR=$(FUZZ_BUILD_DIR) bash scripts/fuzz.sh --smoke
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_BUILD_DIR)

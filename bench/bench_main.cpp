@@ -25,6 +25,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -37,6 +38,7 @@
 #include "mixprec/jobs.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
+#include "mixprec/tensor_proto.h"
 #include "evaluation/workbench.h"
 
 namespace mixprec::bench {
@@ -197,6 +199,9 @@ class Bench {
     if (wanted(4)) explore_figure(kCases[1]);
     if (wanted(5)) for (const auto& c : kCases) latency_figure(c);
     if (wanted(6)) rewrite_figure(kCases[1]);
+    if (wanted(11)) search_figure(kCases[1]);
+    if (wanted(12)) boundary_figure();
+    if (wanted(13)) ranking_figure(kCases[1]);
     print();
     write_json();
     return 0;
@@ -439,6 +444,182 @@ class Bench {
     });
     json_["load_rewrite_save"][c.name] = timing_json(t);
     add({"6 load+rewrite+save (ms)", c.name, "XINT8 from saved statistics", 1000 * t.median, "", true});
+  }
+
+  // 11. The searches on the detector (PSNR > 30 dB, budget 1): SPEC's greedy over the
+  // dynamic-range ranking, bisection over layer-error, and the cost search: layers lifted,
+  // expected time vs full BF16 (the cost model: MACs plus INT8/float boundaries), boundaries,
+  // evaluations. --full adds the detector at 640x640.
+  void search_figure(const ModelCase& c) {
+    std::vector<std::pair<int64_t, int64_t>> sizes = {{c.height, c.width}};
+    if (options_.full) sizes.emplace_back(640, 640);
+    struct Search {
+      SearchMode mode;
+      Ranking ranking;
+    };
+    for (const auto& [h, w] : sizes) {
+      ModelCase sized = c;
+      sized.height = h;
+      sized.width = w;
+      const std::string size = std::to_string(h) + "x" + std::to_string(w);
+      for (const Search& search : {Search{SearchMode::kGreedy, Ranking::kDynamicRange},
+                                   Search{SearchMode::kBisection, Ranking::kLayerError},
+                                   Search{SearchMode::kCost, Ranking::kLayerError}}) {
+        const std::string name = std::string(to_string(search.mode)) + " " + to_string(search.ranking);
+        const std::string dir = (fs::temp_directory_path() / ("mixprec_bench_search_" + size + "_" +
+                                                              std::string(to_string(search.mode))))
+                                    .string();
+        fs::remove_all(dir);
+        ExploreParams p;
+        p.setup = {.model_path = model_path(c),
+                   .work_dir = dir,
+                   .calibration = pictures(sized, "calib"),
+                   .evaluation = pictures(sized, "eval"),
+                   .criterion = {.target = parse_target("psnr>30")}};
+        p.search.search = search.mode;
+        p.search.ranking = search.ranking;
+        p.search.bf16_budget = 1.0;
+        p.search.calib_method = CalibMethod::kPowerOfTwoMinMse;
+        const auto t0 = Clock::now();
+        const ExploreResult r = explore(p);
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        json_["search"][size][name] = {{"lifted", r.lifted_layers.size()},      {"candidates", r.compute_layers},
+                                       {"time_vs_bf16", r.final_time_vs_bf16},  {"int8_time_vs_bf16", r.int8_time_vs_bf16},
+                                       {"transitions", r.final_transitions},    {"evaluations", r.evaluations},
+                                       {"seconds", seconds},                    {"pass", r.final_verdict.pass},
+                                       {"psnr_db", r.final_metrics.empty() ? 0.0 : r.final_metrics.front().psnr_db}};
+        const std::string what = size + " " + name + ", " + std::to_string(r.lifted_layers.size()) + "/" +
+                                 std::to_string(r.compute_layers) + (r.final_verdict.pass ? " meets" : " MISSES");
+        add({"11 search time/full BF16", c.name, what, r.final_time_vs_bf16, "", true});
+        add({"11 search evaluations", c.name, what, static_cast<double>(r.evaluations), "", true});
+      }
+    }
+  }
+
+  // 13. Ranking quality on the detector: the worst-output PSNR with the top k of each ranking
+  // lifted to BF16, k = 10%, 25%, 50% of the candidates (XINT8 start). The demotion ranking is
+  // the cost search's measurement (figure 11's work dir, when it ran).
+  void ranking_figure(const ModelCase& c) {
+    const std::string dir = (fs::temp_directory_path() / "mixprec_bench_rankings").string();
+    fs::remove_all(dir);
+    EvaluationSetup setup{.model_path = model_path(c),
+                          .work_dir = dir,
+                          .calibration = pictures(c, "calib"),
+                          .evaluation = pictures(c, "eval"),
+                          .criterion = {.target = parse_target("psnr>30")}};
+    std::map<std::string, std::vector<std::string>> rankings;
+    for (Ranking ranking : {Ranking::kDynamicRange, Ranking::kLayerError, Ranking::kInjectedNoise}) {
+      ExploreParams p;
+      p.setup = setup;
+      p.search.ranking = ranking;
+      p.search.max_iterations = 1;
+      p.search.calib_method = CalibMethod::kPowerOfTwoMinMse;
+      rankings[to_string(ranking)] = explore(p).ranking;
+    }
+    const std::string demotion = (fs::temp_directory_path() / "mixprec_bench_search_320x320_cost/sensitivity.json").string();
+    if (fs::exists(demotion)) {
+      const Json measured = Json::parse(read_file(demotion, "sensitivity"));
+      for (const auto& row : measured["layers"]) rankings["demotion (cost search)"].push_back(row["layer"].get<std::string>());
+    }
+    QuantConfig base = *preset_config("XINT8");
+    base.extra.calib_method = CalibMethod::kPowerOfTwoMinMse;
+    Workbench bench(setup, DeploymentTarget{}, {.prepare = prepare_options(base)});
+    const LayerConfig bf16 = preset_config("BF16")->global;
+    for (const auto& [name, order] : rankings) {
+      for (const double share : {0.10, 0.25, 0.50}) {
+        const size_t k = static_cast<size_t>(share * static_cast<double>(order.size()));
+        QuantConfig config = base;
+        config.specific.push_back({.target_node_names = {order.begin(), order.begin() + static_cast<long>(k)},
+                                   .layer_config = bf16});
+        const Evaluation e = bench.evaluate(config);
+        json_["rankings"][name][std::to_string(k)] = e.psnr_db;
+        add({"13 top-k PSNR (dB)", c.name, name + ", top " + std::to_string(k) + " of " + std::to_string(order.size()),
+             e.psnr_db, "", true});
+      }
+    }
+  }
+
+  // 12. The CPU row's boundary cost: a QuantizeLinear + DequantizeLinear pair over a
+  // [1, 64, 80, 80] tensor against a 3x3 64->64 Conv on it, one thread each, interleaved:
+  // (seconds per converted element) / (seconds per fp32 MAC) / 2, in BF16-MAC equivalents
+  // (the CPU row runs bf16 at half its fp32 rate).
+  void boundary_figure() {
+    constexpr int64_t kChannels = 64, kSide = 80;
+    const auto input = [](onnx::GraphProto& graph, const std::string& name) {
+      auto* value = graph.add_input();
+      value->set_name(name);
+      auto* type = value->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : {int64_t{1}, kChannels, kSide, kSide}) type->mutable_shape()->add_dim()->set_dim_value(d);
+    };
+    const auto output = [](onnx::GraphProto& graph, const std::string& name) { graph.add_output()->set_name(name); };
+    const auto model_with = [](const std::function<void(onnx::GraphProto&)>& build) {
+      onnx::ModelProto model;
+      model.set_ir_version(8);
+      model.add_opset_import()->set_version(17);
+      build(*model.mutable_graph());
+      return model;
+    };
+    const onnx::ModelProto conv = model_with([&](onnx::GraphProto& g) {
+      input(g, "x");
+      Tensor w(DType::kFloat32, {kChannels, kChannels, 3, 3});
+      std::fill(w.as<float>().begin(), w.as<float>().end(), 0.01f);
+      *g.add_initializer() = tensor_to_proto(w, "w");
+      onnx::NodeProto node;
+      node.set_op_type("Conv");
+      node.add_input("x");
+      node.add_input("w");
+      node.add_output("y");
+      auto* pads = node.add_attribute();
+      pads->set_name("pads");
+      pads->set_type(onnx::AttributeProto::INTS);
+      for (int i = 0; i < 4; ++i) pads->add_ints(1);
+      *g.add_node() = node;
+      output(g, "y");
+    });
+    const onnx::ModelProto qdq = model_with([&](onnx::GraphProto& g) {
+      input(g, "x");
+      *g.add_initializer() = tensor_to_proto(Tensor::from_floats(Shape{}, std::vector<float>{0.05f}), "s");
+      Tensor zero(DType::kInt8, {});
+      *g.add_initializer() = tensor_to_proto(zero, "z");
+      for (const auto& [op, in, out] : {std::tuple{"QuantizeLinear", "x", "q"}, std::tuple{"DequantizeLinear", "q", "y"}}) {
+        onnx::NodeProto node;
+        node.set_op_type(op);
+        node.add_input(in);
+        node.add_input("s");
+        node.add_input("z");
+        node.add_output(out);
+        *g.add_node() = node;
+      }
+      output(g, "y");
+    });
+    const SessionOptions one_thread{.intra_op_threads = 1, .optimization = GraphOptimization::kAll};
+    const Session conv_session = Session::from_model(conv, "conv", one_thread);
+    const Session qdq_session = Session::from_model(qdq, "qdq", one_thread);
+    const NamedTensors x = {{"x", Tensor::from_floats({1, kChannels, kSide, kSide},
+                                                      std::vector<float>(static_cast<size_t>(kChannels * kSide * kSide), 0.5f))}};
+    const int runs = options_.full ? 50 : 20;
+    std::vector<double> conv_s, qdq_s;
+    for (int i = 0; i < runs + 2; ++i) {  // interleaved; the first two are warm-up
+      auto t0 = Clock::now();
+      conv_session.run(x);
+      const double c_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      t0 = Clock::now();
+      qdq_session.run(x);
+      const double q_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (i >= 2) {
+        conv_s.push_back(c_s);
+        qdq_s.push_back(q_s);
+      }
+    }
+    const double elements = static_cast<double>(kChannels * kSide * kSide);
+    const double macs = elements * static_cast<double>(kChannels * 9);
+    const double per_element = summarize(qdq_s).median / elements;
+    const double per_mac = summarize(conv_s).median / macs;
+    const double bf16_macs = per_element / per_mac / 2;
+    json_["boundary_cost"] = {{"conv_median_s", summarize(conv_s).median}, {"qdq_median_s", summarize(qdq_s).median},
+                              {"bf16_mac_equivalents_per_element", bf16_macs}};
+    add({"12 boundary cost (cpu)", "-", "Q+DQ per element / BF16 MAC (devices.cpp: cpu row)", bf16_macs, "", true});
   }
 
   void print() const {

@@ -75,13 +75,16 @@ DataSpec SampleFlags::resolve() const {
 }
 
 void CriterionFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("--target-accuracy", target,
+  target_option = cmd.add_option("--target-accuracy", target,
                  "replace the task's criterion: psnr>30, sqnr>=25, cosine>0.999, top1>=99%, pass_rate>=99.9%");
   cmd.add_option("--atol", tolerance.atol, "absolute tolerance of the pass rate")->capture_default_str();
   cmd.add_option("--rtol", tolerance.rtol, "relative tolerance of the pass rate")->capture_default_str();
 }
 
 std::optional<AccuracyTarget> CriterionFlags::resolve_target() const {
+  if (target.empty() && target_option != nullptr && target_option->count() > 0) {
+    throw_bad_input("", "--target-accuracy is empty: give a criterion such as psnr>30 or top1>=99%");
+  }
   if (target.empty()) return std::nullopt;
   return parse_target(target);
 }

@@ -26,9 +26,12 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitAccuracyFailure = 3;  // compare, explore, requantize, guide: the criterion is missed
+inline constexpr int kExitInterrupted = 130;    // SIGINT/SIGTERM: stopped between two steps (128 + SIGINT)
 
 inline constexpr const char* kExitCodesHelp =
-    "Exit codes: 0 ok; 1 internal or runtime failure; 2 bad usage or bad input (the message names the file).";
+    "Exit codes: 0 ok; 1 internal or runtime failure; 2 bad usage or bad input (the message names the file); "
+    "3 the accuracy criterion is missed; 130 stopped by Ctrl-C or SIGTERM (explore, guide, dry-run and ladder finish "
+    "the step in progress first and keep their best state).";
 
 // Flags that say where samples come from: --data, --random, --seed, --input-shape.
 struct DataFlags {
@@ -113,6 +116,7 @@ struct SampleFlags {
 struct CriterionFlags {
   std::string target;
   Tolerance tolerance;
+  const CLI::Option* target_option = nullptr;  // given on the command line, even as ""
 
   void add_to(CLI::App& cmd);
   std::optional<AccuracyTarget> resolve_target() const;  // nullopt: the task's own criterion

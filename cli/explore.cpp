@@ -1,3 +1,4 @@
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,12 +17,13 @@ namespace {
 
 constexpr int kExitAborted = 137;  // what a shell reports for a killed process
 
-size_t abort_after_steps() {
-  const char* value = std::getenv("MIXPREC_ABORT_AFTER_STEPS");
+// The step count in environment variable `name` (0 when unset).
+size_t steps_from_env(const char* name) {
+  const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return 0;
   char* end = nullptr;
   const unsigned long long k = std::strtoull(value, &end, 10);
-  if (*end != '\0') throw_bad_input("", std::string("MIXPREC_ABORT_AFTER_STEPS must be a step count, got '") + value + "'");
+  if (*end != '\0') throw_bad_input("", std::string(name) + " must be a step count, got '" + value + "'");
   return static_cast<size_t>(k);
 }
 
@@ -67,12 +69,15 @@ Command add_explore(CLI::App& app) {
             params.search.resume = flags->resume;
             const WorkDirReport report("explore", params.setup.work_dir, params.setup.model_path);
             // MIXPREC_ABORT_AFTER_STEPS=k ends the process abruptly once step k is on disk, as a
-            // kill or power cut would: the crash test of --resume.
-            const size_t abort_after = abort_after_steps();
-            const ExploreResult r = explore(params, [abort_after](const ExploreStep& s) {
+            // kill or power cut would: the crash test of --resume. MIXPREC_SIGINT_AFTER_STEPS=k
+            // sends the process SIGINT there, as a Ctrl-C during step k would.
+            const size_t abort_after = steps_from_env("MIXPREC_ABORT_AFTER_STEPS");
+            const size_t interrupt_after = steps_from_env("MIXPREC_SIGINT_AFTER_STEPS");
+            const ExploreResult r = explore(params, [abort_after, interrupt_after](const ExploreStep& s) {
               std::fputs(explore_step_line(s).c_str(), stdout);
               std::fflush(stdout);
               if (abort_after != 0 && s.index >= abort_after) std::_Exit(kExitAborted);
+              if (interrupt_after != 0 && s.index == interrupt_after) std::raise(SIGINT);
             });
             if (!flags->output.empty()) {
               write_file_atomically(flags->output, read_file(r.final_model_path, "final model"));

@@ -1,12 +1,17 @@
 // mixprec: quantize ONNX models and find the smallest set of layers that must stay at higher
 // precision. This file wires subcommands and maps errors to exit codes; every subcommand is a
 // thin layer over one library call.
+#include <unistd.h>
+
+#include <csignal>
 #include <iostream>
+#include <string_view>
 
 #include "common.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/runtime.h"
+#include "mixprec/stop.h"
 
 namespace {
 
@@ -19,6 +24,8 @@ int exit_code_for(mixprec::ErrorKind kind) {
     case mixprec::ErrorKind::kRuntime:
     case mixprec::ErrorKind::kInternal:
       return mixprec::cli::kExitInternal;
+    case mixprec::ErrorKind::kCancelled:
+      return mixprec::cli::kExitInterrupted;
   }
   return mixprec::cli::kExitInternal;
 }
@@ -30,6 +37,27 @@ void note_runtime_messages(bool verbose) {
     std::cerr << "note: " << count << " ONNX Runtime log message" << (count == 1 ? "" : "s")
               << " (optimizer notes) not shown; -v shows them\n";
   }
+}
+
+// The commands made of steps, which stop cleanly between two of them (stop.h). The others
+// keep the default signal action: their outputs are written atomically, so a kill leaves no
+// half-written file.
+constexpr std::string_view kStepwiseCommands[] = {"explore", "guide", "dry-run", "ladder"};
+
+extern "C" void on_stop_signal(int number) {
+  mixprec::request_stop(number);
+  constexpr std::string_view kNote =
+      "\nmixprec: stopping after the step in progress (again to stop at once)\n";
+  [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kNote.data(), kNote.size());
+}
+
+// The first SIGINT/SIGTERM asks for a stop; SA_RESETHAND gives the second its default action.
+void handle_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  for (const int number : {SIGINT, SIGTERM}) sigaction(number, &action, nullptr);
 }
 
 }  // namespace
@@ -82,16 +110,18 @@ int main(int argc, char** argv) {
       return kExitBadInput;
     }
     for (const auto& command : commands) {
-      if (command.app->parsed()) {
-        const int code = command.action();
-        note_runtime_messages(verbose);
-        return code;
+      if (!command.app->parsed()) continue;
+      for (const std::string_view name : kStepwiseCommands) {
+        if (command.app->get_name() == name) handle_stop_signals();
       }
+      const int code = command.action();
+      note_runtime_messages(verbose);
+      return code;
     }
     return kExitBadInput;
   } catch (const mixprec::Error& e) {
     note_runtime_messages(verbose);
-    std::cerr << "mixprec: error: " << e.what() << '\n';
+    std::cerr << (e.kind() == mixprec::ErrorKind::kCancelled ? "mixprec: " : "mixprec: error: ") << e.what() << '\n';
     report_failure(e.what());
     return exit_code_for(e.kind());
   } catch (const std::exception& e) {

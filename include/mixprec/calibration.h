@@ -73,6 +73,8 @@ struct CalibrationStats {
 // mistyped field, a histogram that does not hold kHistogramBins bins summing to count.
 void save_stats(const CalibrationStats& stats, const std::string& path);
 CalibrationStats load_stats(const std::string& path);
+// The same reading on the text of such a file; `label` names it in errors.
+CalibrationStats parse_stats(std::string_view text, const std::string& label);
 
 enum class CalibMethod : uint8_t {
   kMinMax,

@@ -56,7 +56,7 @@ struct LayerConfig {
 };
 
 struct LayerOverride {
-  // A pattern that starts with '^' and contains ".*" is a regex (ECMAScript, full match);
+  // A pattern that starts with '^' and contains ".*" is a regex (RE2 syntax, full match);
   // anything else is an exact node name.
   std::vector<std::string> target_node_names;
   LayerConfig layer_config;

@@ -3,7 +3,8 @@
 // Contract: every failure caused by a model, a data file, a config, the file system or the
 // runtime is thrown as mixprec::Error with a kind, the file it concerns (may be empty) and a
 // one-line message. what() gives "FILE: MESSAGE" (or just MESSAGE without a file). The CLI
-// maps kind() to an exit code: bad input → 2, internal → 1. Programmer errors are assertions.
+// maps kind() to an exit code: bad input → 2, internal → 1, cancelled → 130. Programmer errors
+// are assertions.
 #pragma once
 
 #include <stdexcept>
@@ -17,6 +18,7 @@ enum class ErrorKind {
   kIo,           // cannot read or write a file
   kRuntime,      // ONNX Runtime refused or failed (converted at the runtime/ boundary)
   kInternal,     // a bug: an invariant broke
+  kCancelled,    // the user stopped the run (SIGINT/SIGTERM; see stop.h): not a failure of the input
 };
 
 class Error : public std::runtime_error {

@@ -47,8 +47,10 @@ enum class Ranking {
   kMeasured,      // objective gain when only that layer is lifted to BF16 (one evaluation each)
   kLayerError,    // noise each layer adds in full INT8: output noise-to-signal ratio minus its
                   // inputs' worst, from one FP32 and one INT8 pass with every layer exposed
+  kInjectedNoise, // noise each layer injects itself in full INT8: its output against the layer run
+                  // alone in float on the INT8 model's own inputs (one exposed pass, then each layer)
 };
-const EnumNames<Ranking>& ranking_names();  // "dynamic-range", "measured", "layer-error"
+const EnumNames<Ranking>& ranking_names();  // "dynamic-range", "measured", "layer-error", "injected-noise"
 inline const char* to_string(Ranking ranking) { return ranking_names().name(ranking); }
 
 enum class SearchMode {
@@ -148,7 +150,11 @@ struct ExploreResult {
   std::vector<OutputMetrics> int8_metrics, lifted_metrics, final_metrics;  // lifted: every candidate lifted
   Verdict final_verdict;
   std::vector<ExploreStep> steps;
-  size_t evaluations = 0;          // evaluation passes spent (baselines, ranking, steps)
+  // Evaluation passes spent (baselines, ranking, steps). A resumed run counts them as the
+  // uninterrupted run would (its replayed steps and the ranking it read back included);
+  // evaluations_this_run is what this process spent.
+  size_t evaluations = 0;
+  size_t evaluations_this_run = 0;
   size_t resumed_steps = 0;        // steps replayed from the ledger (resume)
   double calibration_seconds = 0;  // 0 when statistics were reused
   // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of

@@ -155,4 +155,10 @@ QuantParams choose_weight_params(const Tensor& weight, FormatId format, int64_t 
 // (kInternal otherwise).
 Tensor quantize_bias(const Tensor& bias, std::span<const float> scales);
 
+// The first bias element whose code at `scales` (as quantize_bias takes them) falls outside
+// the int32 range, where quantize_bias would saturate: a weight channel of zeros (or nearly)
+// gets a scale near kMinScale, and bias / (input scale x kMinScale) overflows. nullopt when
+// every element fits. The caller keeps such a bias in float and says which node.
+std::optional<size_t> saturating_bias_element(const Tensor& bias, std::span<const float> scales);
+
 }  // namespace mixprec

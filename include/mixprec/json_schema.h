@@ -1,7 +1,7 @@
 // A JSON Schema validator for the schemas the project ships (schemas/*.schema.json), written
 // for the subset of draft 2020-12 they use:
 //   type (a name or a list), enum, const, properties, required, additionalProperties (boolean
-//   or schema), items, minItems, maxItems, minimum, maximum, minLength, pattern (ECMAScript,
+//   or schema), items, minItems, maxItems, minimum, maximum, minLength, pattern (RE2 syntax,
 //   searched), $ref to "#/$defs/<name>", and the annotations $schema, $id, title, description,
 //   $comment, $defs, default, examples.
 //

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include <onnx/onnx_pb.h>
 
@@ -25,6 +27,9 @@ struct LoadOptions {
 // Throws mixprec::Error: kIo when the file cannot be read, kBadInput when it is not an ONNX
 // model, is over 2 GB without external data, or references missing/short external data.
 onnx::ModelProto load_model(const std::string& path, const LoadOptions& options = {});
+// A serialized self-contained model in memory, with load_model's checks (external data stay
+// as references); `label` names it in errors.
+onnx::ModelProto model_from_bytes(std::string_view bytes, const std::string& label);
 
 enum class ExternalData {
   kAuto,    // external only when the serialized model would exceed the protobuf limit
@@ -37,11 +42,15 @@ struct SaveOptions {
   uint64_t external_threshold_bytes = 1024;
   // Data file name beside the model; empty means "<model file name>.data".
   std::string external_location;
+  // With external data: applied to the graph written, after its large tensors became
+  // references (the runtime adds outputs there without copying the weights).
+  std::function<void(onnx::ModelProto&)> edit_graph;
 };
 
 // Writes `model` to `path` atomically (the in-memory model is not changed). With external
 // data, tensors are appended to one data file (64-byte aligned offsets) written atomically
-// before the model file.
+// before the model file, straight from the model's buffers: saving a 2 GB model costs its
+// graph's structure in memory, not another 2 GB.
 void save_model(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options = {});
 
 // Serialized bytes of a self-contained model; kBadInput when over the protobuf limit.

@@ -11,6 +11,10 @@
 // dtypes such as float64, npy versions above 3.0) throw kUnsupported; a file that cannot be
 // opened or written throws kIo.
 //
+// Sizes: nothing is allocated before the header's size is checked against the bytes present
+// (an npy file's length, an npz member's stored size, or 1032 times its deflated size, the
+// most deflate can give) and against kMaxArrayBytes; an array over that limit is kUnsupported.
+//
 // Writing produces npy 1.0 (2.0 when the header outgrows 64 KiB), C order, headers padded so
 // data start on a 64-byte boundary, as numpy does. numpy has no bfloat16: bfloat16 tensors
 // are written with descr "<V2", which numpy loads as raw 2-byte void and ml_dtypes users can
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +32,10 @@
 #include "mixprec/tensor.h"
 
 namespace mixprec {
+
+// The largest array read: calibration and evaluation data are batches of samples, which
+// belong in several files long before this.
+inline constexpr uint64_t kMaxArrayBytes = uint64_t{8} << 30;
 
 struct NpzOptions {
   bool compress = false;  // deflate members (np.savez_compressed) instead of storing them

@@ -37,7 +37,9 @@ struct PrepareSummary {
   size_t folded_batchnorms = 0;
   size_t folded_affines = 0;  // Mul/Div/Add/Sub ops folded into a Conv
 };
-onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptions& options, const std::string& label,
+// `model` is taken by value: pass std::move(model) when it is not needed afterwards (a 2 GB
+// model is then rewritten in place instead of copied).
+onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& options, const std::string& label,
                                PrepareSummary* summary = nullptr);
 // The preparation a config asks for: ConvertBNToConv and FoldConvAffine.
 PrepareOptions prepare_options(const QuantConfig& config);
@@ -71,7 +73,8 @@ struct RewriteSummary {
 // are quantized offline from their values. The default-domain opset is raised only as far as
 // the formats used need (13 for per-channel Q/DQ and bfloat16 casts, 21 for 16-bit Q/DQ).
 // kBadInput when an activation has no statistics (stats of another model).
-onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vector<NodeAssignment>& assignment,
+// `prepared` is taken by value, as prepare_model's input is.
+onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<NodeAssignment>& assignment,
                                 const CalibrationStats& stats, const QuantizeOptions& options,
                                 const std::string& label, const RankLookup& rank_of = {},
                                 RewriteSummary* summary = nullptr);

@@ -50,9 +50,13 @@ size_t runtime_log_messages();
 class Session {
  public:
   static Session from_file(const std::string& model_path, const SessionOptions& options = {});
-  // `label` names the model in error messages (a path or "quantized model").
+  // `label` names the model in error messages (a path or "quantized model"). `extra_outputs`
+  // are intermediate tensors the session also returns, as with expose_intermediates(). A
+  // model over protobuf's 2 GB limit goes through a temporary file with external data,
+  // written straight from the model's buffers, and its session does not prepack weights
+  // (prepacking holds a second copy of each): one copy in ONNX Runtime beside the caller's.
   static Session from_model(const onnx::ModelProto& model, const std::string& label,
-                            const SessionOptions& options = {});
+                            const SessionOptions& options = {}, const std::vector<std::string>& extra_outputs = {});
 
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
@@ -70,6 +74,8 @@ class Session {
  private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
+  // `large`: a model over the protobuf limit (no weight prepacking).
+  static Session open_file(const std::string& model_path, const SessionOptions& options, bool large);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -29,9 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "mixprec/calibration.h"
 #include "mixprec/error.h"
-#include "mixprec/model_io.h"
 #include "mixprec/model_io.h"
 
 namespace mixprec {
@@ -169,43 +169,7 @@ TensorStats tensor_from_json(const Reader& reader, const Json& object, const std
   return stats;
 }
 
-}  // namespace
-
-void save_stats(const CalibrationStats& stats, const std::string& path) {
-  std::string text = "{\n";
-  try {
-    const auto line = [&](const char* key, const Json& value) {
-      text += "  " + Json(key).dump() + ": " + value.dump() + ",\n";
-    };
-    line("format", kFileFormat);
-    line("version", kFileVersion);
-    line("model_fingerprint", stats.model_fingerprint);
-    line("samples", stats.samples);
-    line("data_description", stats.data_description);
-    line("histogram_bins", kHistogramBins);
-    line("ranks", Json(stats.ranks));
-    text += "  \"tensors\": {";
-    const char* separator = "\n";
-    for (const auto& [name, tensor] : stats.tensors) {
-      text += separator;
-      text += "    " + Json(name).dump() + ": " + tensor_to_json(tensor).dump();
-      separator = ",\n";
-    }
-  } catch (const Json::exception& e) {
-    // dump() refuses strings that are not UTF-8; a name that cannot be written cannot be found again.
-    throw_bad_input(path, std::string("cannot write the statistics: ") + e.what());
-  }
-  text += "\n  }\n}\n";
-  write_file_atomically(path, text);
-}
-
-CalibrationStats load_stats(const std::string& path) {
-  Json doc;
-  try {
-    doc = Json::parse(read_file(path, "statistics file"));
-  } catch (const Json::parse_error& e) {
-    throw_bad_input(path, std::string("not a JSON statistics file: ") + e.what());
-  }
+CalibrationStats stats_from_json(const Json& doc, const std::string& path) {
   const Reader reader(path);
   if (!doc.is_object() || !doc.contains("format") || doc.at("format") != kFileFormat) {
     reader.fail("format", std::string("must be \"") + kFileFormat + "\": not a mixprec statistics file");
@@ -236,5 +200,42 @@ CalibrationStats load_stats(const std::string& path) {
   }
   return stats;
 }
+
+}  // namespace
+
+void save_stats(const CalibrationStats& stats, const std::string& path) {
+  std::string text = "{\n";
+  try {
+    const auto line = [&](const char* key, const Json& value) {
+      text += "  " + Json(key).dump() + ": " + value.dump() + ",\n";
+    };
+    line("format", kFileFormat);
+    line("version", kFileVersion);
+    line("model_fingerprint", stats.model_fingerprint);
+    line("samples", stats.samples);
+    line("data_description", stats.data_description);
+    line("histogram_bins", kHistogramBins);
+    line("ranks", Json(stats.ranks));
+    text += "  \"tensors\": {";
+    const char* separator = "\n";
+    for (const auto& [name, tensor] : stats.tensors) {
+      text += separator;
+      text += "    " + Json(name).dump() + ": " + tensor_to_json(tensor).dump();
+      separator = ",\n";
+    }
+  } catch (const Json::exception& e) {
+    // dump() refuses strings that are not UTF-8; a name that cannot be written cannot be found again.
+    throw_bad_input(path, std::string("cannot write the statistics: ") + e.what());
+  }
+  text += "\n  }\n}\n";
+  write_file_atomically(path, text);
+}
+
+CalibrationStats parse_stats(std::string_view text, const std::string& label) {
+  const Json doc = json_text::parse_json(text, label, "a JSON statistics file");
+  return json_text::with_json_errors(label, "a statistics file", [&] { return stats_from_json(doc, label); });
+}
+
+CalibrationStats load_stats(const std::string& path) { return parse_stats(read_file(path, "statistics file"), path); }
 
 }  // namespace mixprec

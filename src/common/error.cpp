@@ -27,6 +27,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::kIo: return "i/o error";
     case ErrorKind::kRuntime: return "runtime error";
     case ErrorKind::kInternal: return "internal error";
+    case ErrorKind::kCancelled: return "interrupted";
   }
   return "error";
 }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <variant>
 
+#include "common/json_text.h"
 #include "config/node_pattern.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
@@ -352,15 +353,8 @@ QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
 }
 
 QuantConfig load_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_io(path, std::string("cannot open the config: ") + std::strerror(errno));
-  Json json;
-  try {
-    json = Json::parse(in);
-  } catch (const Json::parse_error& error) {
-    throw_bad_input(path, std::string("not valid JSON: ") + error.what());
-  }
-  return parse_config(json, path);
+  const Json json = json_text::parse_json(read_file(path, "config"), path, "valid JSON");
+  return json_text::with_json_errors(path, "a config", [&] { return parse_config(json, path); });
 }
 
 nlohmann::ordered_json config_to_json(const QuantConfig& config) { return to_json_value(config); }

@@ -1,5 +1,7 @@
 #include "config/node_pattern.h"
 
+#include <re2/re2.h>
+
 #include "mixprec/error.h"
 
 namespace mixprec::selection {
@@ -8,15 +10,15 @@ NodePattern::NodePattern(const std::string& pattern, Rule rule, std::string path
     : text_(pattern), path_(std::move(path)) {
   const bool is_regex = rule == Rule::kRegex || (pattern.starts_with('^') && pattern.find(".*") != std::string::npos);
   if (!is_regex) return;
-  try {
-    regex_.emplace(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& error) {
-    throw_bad_input(label, path_ + ": invalid regex \"" + pattern + "\" (" + error.what() + ")");
-  }
+  RE2::Options options;
+  options.set_log_errors(false);  // the error goes into our message, not onto stderr
+  auto regex = std::make_shared<const RE2>(pattern, options);
+  if (!regex->ok()) throw_bad_input(label, path_ + ": invalid regex \"" + pattern + "\" (" + regex->error() + ")");
+  regex_ = std::move(regex);
 }
 
 bool NodePattern::matches(const std::string& node_name) const {
-  return regex_ ? std::regex_match(node_name, *regex_) : node_name == text_;
+  return regex_ ? RE2::FullMatch(node_name, *regex_) : node_name == text_;
 }
 
 ConfigPatterns compile_patterns(const QuantConfig& config, const std::string& label) {

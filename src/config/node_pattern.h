@@ -2,17 +2,23 @@
 //
 // Contract: target patterns (specific_layer_config target_node_names) follow SPEC.md's rule —
 // a pattern that starts with '^' and contains ".*" is a regex, anything else an exact name;
-// exclude.node_names are always regexes. Regexes are ECMAScript and must match the whole
-// name (std::regex_match). An invalid regex throws mixprec::Error kBadInput naming `label`,
-// the key path and the pattern, so a config fails when it is loaded, not halfway through a run.
+// exclude.node_names are always regexes. Regexes use RE2's syntax (Python re's, without
+// backreferences and lookaround) and must match the whole name. RE2 compiles and matches
+// without recursion or backtracking, in time linear in the name, within a fixed memory budget,
+// so a hostile config (a pattern nested 20,000 deep, "(a*)*b") cannot crash or stall a run.
+// An invalid or too large regex throws mixprec::Error kBadInput naming `label`, the key path
+// and the pattern, so a config fails when it is loaded, not halfway through a run.
 #pragma once
 
-#include <optional>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "mixprec/config.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace mixprec::selection {
 
@@ -32,7 +38,7 @@ class NodePattern {
  private:
   std::string text_;
   std::string path_;
-  std::optional<std::regex> regex_;
+  std::shared_ptr<const re2::RE2> regex_;  // shared: patterns are copied, RE2 is not copyable
 };
 
 // Every pattern of a config, compiled.

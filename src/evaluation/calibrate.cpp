@@ -81,8 +81,7 @@ std::vector<size_t> spread_subset(size_t total, size_t count, uint64_t seed) {
 
 CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
                                  const SampleSource& source, const CalibrateOptions& options) {
-  const onnx::ModelProto exposed = expose_intermediates(prepared, main_graph_tensors(prepared), label);
-  const Session session = Session::from_model(exposed, label, options.session);
+  const Session session = Session::from_model(prepared, label, options.session, main_graph_tensors(prepared));
   const size_t available = source.size();
   const std::vector<size_t> used =
       spread_subset(available, options.max_samples ? options.max_samples : available, options.seed);
@@ -149,8 +148,8 @@ std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model,
   } catch (const std::exception&) {
     // Inference is a best effort here; ONNX Runtime's view below still applies.
   }
-  const onnx::ModelProto exposed = expose_intermediates(model, main_graph_tensors(model), label);
-  const Session session = Session::from_model(exposed, label, {.optimization = GraphOptimization::kDisabled});
+  const Session session =
+      Session::from_model(model, label, {.optimization = GraphOptimization::kDisabled}, main_graph_tensors(model));
   // ONNX Runtime reports an unknown shape as rank 0, so rank 0 stays "unknown" here.
   for (const auto* specs : {&session.outputs(), &session.inputs()}) {
     for (const auto& spec : *specs) {

@@ -2,16 +2,13 @@
 
 #include <unordered_map>
 
-#include "analysis/op_table.h"
 #include "ir/graph_view.h"
+#include "ir/op_traits.h"
 
 namespace mixprec {
 namespace {
 
-bool layout_only(const onnx::NodeProto& node) {
-  const analysis::OpTraits* traits = analysis::find_op_traits(node.domain(), node.op_type());
-  return traits && (traits->flags & analysis::kLayoutOnly) != 0;
-}
+bool layout_only(const onnx::NodeProto& node) { return (ir::op_traits(node).flags & ir::kLayoutOnly) != 0; }
 
 }  // namespace
 

@@ -11,7 +11,14 @@ namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
 
-// Images when any named file is a picture, or a named folder holds pictures and no arrays.
+std::string listed(std::span<const std::string_view> extensions) {
+  std::string out;
+  for (auto ext : extensions) out += (out.empty() ? "" : ", ") + std::string(ext);
+  return out;
+}
+
+// Images when any named file is a picture, or a named folder holds pictures and no arrays. A
+// folder with neither is an error here, where both kinds can be named.
 bool names_images(const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
     std::error_code ec;
@@ -20,6 +27,10 @@ bool names_images(const std::vector<std::string>& paths) {
       for (const auto& entry : fs::directory_iterator(path, ec)) {
         images = images || data_paths::has_extension(entry.path(), data_paths::kPictureExtensions);
         arrays = arrays || data_paths::has_extension(entry.path(), data_paths::kArrayExtensions);
+      }
+      if (!images && !arrays) {
+        throw_bad_input(path, "folder has no pictures (" + listed(data_paths::kPictureExtensions) + ") and no arrays (" +
+                                  listed(data_paths::kArrayExtensions) + ")");
       }
       if (images && !arrays) return true;
     } else if (data_paths::has_extension(path, data_paths::kPictureExtensions)) {

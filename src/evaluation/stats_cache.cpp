@@ -31,8 +31,12 @@ CachedStats load_or_collect_stats(const onnx::ModelProto& calibration_graph, con
     return cached;
   }
   const DataSpec data = calibration_data(setup, request.max_samples ? request.max_samples : kRandomSamples);
-  const Session probe = Session::from_model(calibration_graph, label, request.session);
-  const auto source = open_samples(data, probe.inputs(), label);
+  // The probe only tells the inputs: closed before calibrating, so two sessions never hold a
+  // large model's weights at once.
+  const auto source = [&] {
+    const Session probe = Session::from_model(calibration_graph, label, request.session);
+    return open_samples(data, probe.inputs(), label);
+  }();
   if (source->size() < 4) log_warning(source->describe() + ": fewer than 4 calibration samples; ranges will be noisy");
   const auto start = Clock::now();
   cached.stats = calibrate_model(calibration_graph, label, *source,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "common/timing.h"
@@ -15,22 +16,28 @@ namespace mixprec {
 Workbench::Workbench(const EvaluationSetup& setup, const DeploymentTarget& deployment, const WorkbenchOptions& options)
     : setup_(setup), options_(options), session_(accuracy_session(deployment)) {
   const std::string& label = setup_.model_path;
-  const onnx::ModelProto model = load_model(label);
+  onnx::ModelProto model = load_model(label);
   task_ = analyze_model(model, label).task;
-  prepared_ = prepare_model(model, options_.prepare, label);
-  load_or_calibrate(model);
+  // The loaded model is kept only when calibration needs a graph of its own: a 2 GB model is
+  // not held twice beside ONNX Runtime's copy.
+  const bool own_calibration_graph = calibration_preparation(options_.prepare).fold_affine != options_.prepare.fold_affine;
+  prepared_ = own_calibration_graph ? prepare_model(model, options_.prepare, label)
+                                    : prepare_model(std::move(model), options_.prepare, label);
+  load_or_calibrate(std::move(model));
   cache_reference();
 }
 
-void Workbench::load_or_calibrate(const onnx::ModelProto& model) {
+void Workbench::load_or_calibrate(onnx::ModelProto model) {
   const std::string& label = setup_.model_path;
   if (!setup_.work_dir.empty() && !options_.stats_file.empty()) {
+    std::filesystem::create_directories(setup_.work_dir);
     stats_path_ = (std::filesystem::path(setup_.work_dir) / options_.stats_file).string();
   }
   const PrepareOptions calibration = calibration_preparation(options_.prepare);
-  const onnx::ModelProto graph = calibration.fold_affine == options_.prepare.fold_affine
-                                     ? prepared_
-                                     : prepare_model(model, calibration, label);
+  std::optional<onnx::ModelProto> own_graph;
+  if (calibration.fold_affine != options_.prepare.fold_affine) own_graph = prepare_model(std::move(model), calibration, label);
+  model.Clear();
+  const onnx::ModelProto& graph = own_graph ? *own_graph : prepared_;
   CachedStats cached = load_or_collect_stats(
       graph, setup_, {.path = stats_path_, .max_samples = options_.calibration_samples, .session = session_});
   stats_ = std::move(cached.stats);
@@ -128,8 +135,8 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
   for (const auto& name : tensors) {
     if (available.count(name)) names.push_back(name);
   }
-  const Session reference = Session::from_model(expose_intermediates(prepared_, names, label), label, session_);
-  const Session quantized = Session::from_model(expose_intermediates(built, names, label), label, session_);
+  const Session reference = Session::from_model(prepared_, label, session_, names);
+  const Session quantized = Session::from_model(built, label, session_, names);
   std::map<std::string, std::pair<double, double>> power;  // noise, signal
   for (const auto& sample : inputs_) {
     const NamedTensors want = reference.run(sample, names);
@@ -169,11 +176,11 @@ Evaluation Workbench::evaluate(const QuantConfig& config) {
   return e;
 }
 
-Evaluation Workbench::evaluate_model(const onnx::ModelProto& model) {
+Evaluation Workbench::evaluate_model(onnx::ModelProto model) {
   ++evaluations_;
   const auto t0 = Clock::now();
   Evaluation e;
-  e.model = std::make_shared<const onnx::ModelProto>(model);
+  e.model = std::make_shared<const onnx::ModelProto>(std::move(model));  // moved: a large model is not copied
   const Session session = Session::from_model(*e.model, setup_.model_path, session_);
   ModelComparer comparer(setup_.criterion.tolerance);
   for (size_t i = 0; i < inputs_.size(); ++i) comparer.add(references_[i], session.run(inputs_[i]));

@@ -95,13 +95,20 @@ class Workbench {
   // activations are absent.
   std::map<std::string, double> tensor_noise(const QuantConfig& config, const std::vector<std::string>& tensors);
 
+  // The noise each node of `nodes` adds itself under `config` (evaluation/injected_noise.cpp):
+  // its output in the quantized model against the same node run in float on the quantized
+  // model's own inputs, as a noise-to-signal power ratio summed over the cached samples. One
+  // pass of the quantized model with the nodes' tensors exposed (counted as one evaluation),
+  // then each node alone. Nodes whose output is not a float tensor are absent.
+  std::map<std::string, double> injected_noise(const QuantConfig& config, const std::vector<std::string>& nodes);
+
   // One rewrite and one pass over the cached samples, judged with the setup's criterion.
   Evaluation evaluate(const QuantConfig& config);
   // The same pass for a model built elsewhere (a quantized model given by the user).
-  Evaluation evaluate_model(const onnx::ModelProto& model);
+  Evaluation evaluate_model(onnx::ModelProto model);
 
  private:
-  void load_or_calibrate(const onnx::ModelProto& model);
+  void load_or_calibrate(onnx::ModelProto model);  // consumes the loaded model
   void cache_reference();
   const CostModel& cost_model(const DeviceProfile& device);
 

@@ -170,6 +170,17 @@ QuantParams choose_weight_params(const Tensor& weight, FormatId format, int64_t 
   return params;
 }
 
+std::optional<size_t> saturating_bias_element(const Tensor& bias, std::span<const float> scales) {
+  constexpr auto kCodeMax = static_cast<double>(std::numeric_limits<int32_t>::max());
+  const std::vector<float> values = bias.to_floats();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double scale = scales[scales.size() == 1 ? 0 : i];
+    // Rounding can take a code just past the limit to it; only a larger magnitude saturates.
+    if (std::fabs(static_cast<double>(values[i]) / scale) > kCodeMax + 0.5) return i;
+  }
+  return std::nullopt;
+}
+
 Tensor quantize_bias(const Tensor& bias, std::span<const float> scales) {
   const std::vector<float> values = bias.to_floats();
   if (scales.size() != 1 && scales.size() != values.size()) {

@@ -1,5 +1,11 @@
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "evaluation/stats_cache.h"
 #include "mixprec/error.h"
@@ -17,6 +23,21 @@ void refuse_overwriting_input(const std::string& input, const std::string& outpu
   if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
     throw_bad_input(output, "the output would overwrite the input model");
   }
+  // Before any work (calibration can take minutes): the folder the output goes into.
+  const fs::path folder = fs::path(output).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec)) {
+    throw_io(output, "the output folder " + folder.string() + " does not exist");
+  }
+  if (fs::is_directory(output, ec)) throw_io(output, "is a folder, not a file name for the output model");
+  // Permissions alone do not say (root writes anywhere, yet not into /proc or a read-only mount).
+  const std::string probe = output + ".probe-" + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw_io(output, "cannot write into the output folder " + (folder.empty() ? std::string(".") : folder.string()) +
+                         ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  fs::remove(probe, ec);
 }
 
 bool integer_activations(const NodeAssignment& a) {
@@ -54,6 +75,33 @@ std::string config_path_for(const std::string& output) {
   return fs::path(output).replace_extension(".config.json").string();
 }
 
+// Both files or neither: the config goes to a temporary name first, the model is saved
+// (atomically), then the config is renamed into place; a failure at any point removes what
+// this call wrote.
+void save_model_and_config(const onnx::ModelProto& model, const QuantConfig& config, const std::string& model_path,
+                           const std::string& config_path) {
+  const std::string config_temp = config_path + ".pending-" + std::to_string(::getpid());
+  try {
+    save_config(config, config_temp);
+  } catch (const Error& error) {
+    throw Error(error.kind(), config_path, error.message());  // the file the user knows
+  }
+  try {
+    save_model(model, model_path);
+  } catch (...) {
+    fs::remove(config_temp);
+    throw;
+  }
+  std::error_code error;
+  fs::rename(config_temp, config_path, error);
+  if (error) {
+    fs::remove(config_temp);
+    fs::remove(model_path);
+    if (model.ByteSizeLong() > kProtobufLimitBytes) fs::remove(model_path + ".data");  // save_model's external data
+    throw_io(config_path, "cannot write the config beside the model: " + error.message() + " (the model was removed)");
+  }
+}
+
 }  // namespace
 
 QuantizeReport quantize_job(const QuantizeParams& params) {
@@ -64,9 +112,15 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   QuantConfig config = resolve_config(params.config);
   if (params.calib_method) override_calib_method(config, *params.calib_method);
   const SessionOptions session = accuracy_session(params.deployment);
-  const onnx::ModelProto model = load_model(label);
+  // Memory: a model over 2 GB must fit twice, not more (one copy here, one in ONNX Runtime),
+  // so the loaded model is consumed by the preparation whenever calibration needs no graph of
+  // its own, and every stage below hands its input on instead of copying it.
+  onnx::ModelProto model = load_model(label);
   const PrepareOptions preparation = prepare_options(config);
-  const onnx::ModelProto prepared = prepare_model(model, preparation, label, &report.prepare);
+  const PrepareOptions calibration = calibration_preparation(preparation);
+  const bool own_calibration_graph = calibration.fold_affine != preparation.fold_affine;
+  onnx::ModelProto prepared = own_calibration_graph ? prepare_model(model, preparation, label, &report.prepare)
+                                                    : prepare_model(std::move(model), preparation, label, &report.prepare);
   const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, label);
   count_precisions(assignment, report);
 
@@ -74,12 +128,14 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const bool needs_stats = std::any_of(assignment.begin(), assignment.end(), [](const NodeAssignment& a) {
     return !a.excluded && integer_activations(a);
   });
+  std::optional<onnx::ModelProto> calibration_graph;
+  if (own_calibration_graph && needs_stats) calibration_graph = prepare_model(std::move(model), calibration, label);
+  model.Clear();
   if (needs_stats) {
-    const PrepareOptions calibration = calibration_preparation(preparation);
     CachedStats cached = load_or_collect_stats(
-        calibration.fold_affine == preparation.fold_affine ? prepared : prepare_model(model, calibration, label),
-        params.setup,
+        calibration_graph ? *calibration_graph : prepared, params.setup,
         {.path = params.stats_path, .max_samples = static_cast<size_t>(config.extra.num_calib_samples), .session = session});
+    calibration_graph.reset();
     stats = std::move(cached.stats);
     report.stats_reused = cached.reused;
     report.calibrated = !cached.reused;
@@ -108,7 +164,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const std::map<std::string, int64_t> ranks = rank_table(prepared, label, stats, rank_sample ? &*rank_sample : nullptr);
   onnx::ModelProto quantized;
   try {
-    quantized = quantize_model(prepared, assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
+    quantized = quantize_model(std::move(prepared), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kUnsupported || rank_sample || e.message().find("rank") == std::string::npos) throw;
     throw Error(e.kind(), e.file(),
@@ -119,10 +175,9 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   // CPU and on the deployment's provider.
   Session::from_model(quantized, params.output_path, session);
   if (!params.deployment.on_cpu()) Session::from_model(quantized, params.output_path, params.deployment.session());
-  save_model(quantized, params.output_path);
   report.output_path = params.output_path;
   report.config_path = config_path_for(params.output_path);
-  save_config(config, report.config_path);
+  save_model_and_config(quantized, config, report.output_path, report.config_path);
   report.warnings = warnings.warnings();
   return report;
 }

@@ -5,11 +5,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -100,32 +103,130 @@ void load_external_tensors(onnx::ModelProto& model, const std::string& path) {
   });
 }
 
+void check_parsed(const onnx::ModelProto& model, bool parsed, const std::string& path) {
+  if (!parsed) throw_bad_input(path, "not an ONNX model (protobuf parse failed: truncated or corrupt file)");
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    throw_bad_input(path, "not an ONNX model (no graph or no IR version)");
+  }
+}
+
 std::string temp_name_for(const fs::path& path) {
   return path.string() + ".tmp-" + std::to_string(::getpid());
 }
 
-// Moves tensors of at least `threshold` bytes into one data blob; returns the blob.
-std::string externalize(onnx::ModelProto& model, uint64_t threshold, const std::string& location) {
-  constexpr uint64_t kAlign = 64;  // lets runtimes mmap tensors with aligned access
-  std::string blob;
-  for_each_tensor(*model.mutable_graph(), [&](onnx::TensorProto& tensor) {
+constexpr uint64_t kDataAlignment = 64;  // lets runtimes mmap tensors with aligned access
+
+// The bytes of an external data file: pieces at 64-byte aligned offsets, zeros between them.
+// Pieces point into the model being saved, or into `owned` (bytes moved out of the copy).
+struct DataLayout {
+  std::vector<std::pair<uint64_t, std::string_view>> pieces;
+  std::deque<std::string> owned;
+  uint64_t size = 0;
+
+  uint64_t append(std::string_view bytes) {
+    const uint64_t offset = (size + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+    pieces.emplace_back(offset, bytes);
+    size = offset + bytes.size();
+    return offset;
+  }
+};
+
+void point_to_external(onnx::TensorProto& tensor, const std::string& location, uint64_t offset, uint64_t length) {
+  tensor.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const std::string& key, const std::string& value) {
+    auto* entry = tensor.add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  };
+  add("location", location);
+  add("offset", std::to_string(offset));
+  add("length", std::to_string(length));
+}
+
+// The fields a light copy copies one by one; a protobuf with more (a newer ONNX) gets a full
+// copy instead, correct but without the memory saving.
+constexpr int kModelFields = 11, kGraphFields = 9;
+
+// A copy of `model` whose main-graph initializers of at least `threshold` bytes are external
+// references to `location`, made without copying their bytes: `layout` points at them. The
+// remaining large tensors (node attributes, subgraphs: small in practice) are moved into
+// layout.owned. The copy costs the graph's structure, not its weights.
+onnx::ModelProto without_large_data(const onnx::ModelProto& model, uint64_t threshold, const std::string& location,
+                                    DataLayout& layout) {
+  onnx::ModelProto light;
+  const onnx::GraphProto& graph = model.graph();
+  if (onnx::ModelProto::descriptor()->field_count() == kModelFields &&
+      onnx::GraphProto::descriptor()->field_count() == kGraphFields) {
+    // proto2: copy a field only when set, or an empty value would be written where none was.
+    if (model.has_ir_version()) light.set_ir_version(model.ir_version());
+    *light.mutable_opset_import() = model.opset_import();
+    if (model.has_producer_name()) light.set_producer_name(model.producer_name());
+    if (model.has_producer_version()) light.set_producer_version(model.producer_version());
+    if (model.has_domain()) light.set_domain(model.domain());
+    if (model.has_model_version()) light.set_model_version(model.model_version());
+    if (model.has_doc_string()) light.set_doc_string(model.doc_string());
+    *light.mutable_metadata_props() = model.metadata_props();
+    *light.mutable_training_info() = model.training_info();
+    *light.mutable_functions() = model.functions();
+    onnx::GraphProto& out = *light.mutable_graph();
+    *out.mutable_node() = graph.node();
+    if (graph.has_name()) out.set_name(graph.name());
+    *out.mutable_sparse_initializer() = graph.sparse_initializer();
+    if (graph.has_doc_string()) out.set_doc_string(graph.doc_string());
+    *out.mutable_input() = graph.input();
+    *out.mutable_output() = graph.output();
+    *out.mutable_value_info() = graph.value_info();
+    *out.mutable_quantization_annotation() = graph.quantization_annotation();
+    for (const onnx::TensorProto& init : graph.initializer()) {
+      onnx::TensorProto& copy = *out.add_initializer();
+      if (!init.has_raw_data() || init.raw_data().size() < threshold) {
+        copy = init;
+        continue;
+      }
+      *copy.mutable_dims() = init.dims();
+      if (init.has_data_type()) copy.set_data_type(init.data_type());
+      if (init.has_segment()) *copy.mutable_segment() = init.segment();
+      if (init.has_name()) copy.set_name(init.name());
+      if (init.has_doc_string()) copy.set_doc_string(init.doc_string());
+      point_to_external(copy, location, layout.append(init.raw_data()), init.raw_data().size());
+    }
+  } else {
+    light = model;
+  }
+  for_each_tensor(*light.mutable_graph(), [&](onnx::TensorProto& tensor) {
     if (!tensor.has_raw_data() || tensor.raw_data().size() < threshold) return;
-    const uint64_t offset = (blob.size() + kAlign - 1) / kAlign * kAlign;
-    blob.resize(offset, '\0');
-    blob += tensor.raw_data();
-    const uint64_t length = tensor.raw_data().size();
+    std::string& bytes = layout.owned.emplace_back(std::move(*tensor.mutable_raw_data()));
     tensor.clear_raw_data();
-    tensor.set_data_location(onnx::TensorProto::EXTERNAL);
-    auto add = [&](const std::string& key, const std::string& value) {
-      auto* entry = tensor.add_external_data();
-      entry->set_key(key);
-      entry->set_value(value);
-    };
-    add("location", location);
-    add("offset", std::to_string(offset));
-    add("length", std::to_string(length));
+    point_to_external(tensor, location, layout.append(bytes), bytes.size());
   });
-  return blob;
+  return light;
+}
+
+// Writes `layout` to "PATH.tmp-<pid>" piece by piece and renames it over `path`.
+void write_layout_atomically(const std::string& path, const DataLayout& layout) {
+  const std::string tmp = temp_name_for(path);
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) throw_io(path, std::string("cannot create file: ") + std::strerror(errno));
+  const std::string zeros(kDataAlignment, '\0');
+  uint64_t written = 0;
+  for (const auto& [offset, bytes] : layout.pieces) {
+    out.write(zeros.data(), static_cast<std::streamsize>(offset - written));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    written = offset + bytes.size();
+  }
+  out.flush();
+  if (!out) {
+    out.close();
+    fs::remove(tmp);
+    throw_io(path, "write failed (disk full?)");
+  }
+  out.close();
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw_io(path, "cannot rename temporary file into place: " + ec.message());
+  }
 }
 
 }  // namespace
@@ -179,11 +280,16 @@ onnx::ModelProto load_model(const std::string& path, const LoadOptions& options)
     parsed = model.ParseFromZeroCopyStream(&stream);
   }
   ::close(fd);
-  if (!parsed) throw_bad_input(path, "not an ONNX model (protobuf parse failed: truncated or corrupt file)");
-  if (!model.has_graph() || model.ir_version() <= 0) {
-    throw_bad_input(path, "not an ONNX model (no graph or no IR version)");
-  }
+  check_parsed(model, parsed, path);
   if (options.load_external_data) load_external_tensors(model, path);
+  return model;
+}
+
+onnx::ModelProto model_from_bytes(std::string_view bytes, const std::string& label) {
+  if (bytes.empty()) throw_bad_input(label, "empty file, not an ONNX model");
+  if (bytes.size() > kProtobufLimitBytes) throw_bad_input(label, "over protobuf's 2 GB limit");
+  onnx::ModelProto model;
+  check_parsed(model, model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())), label);
   return model;
 }
 
@@ -208,11 +314,19 @@ void save_model(const onnx::ModelProto& model, const std::string& path, const Sa
   }
   const std::string location =
       options.external_location.empty() ? fs::path(path).filename().string() + ".data" : options.external_location;
-  onnx::ModelProto copy = model;
-  const std::string blob = externalize(copy, options.external_threshold_bytes, location);
-  const std::string model_bytes = serialize_model(copy, path);  // checks the remainder fits
-  write_file_atomically((fs::path(path).parent_path() / location).string(), blob);
-  write_file_atomically(path, model_bytes);
+  DataLayout layout;
+  onnx::ModelProto light = without_large_data(model, options.external_threshold_bytes, location, layout);
+  if (options.edit_graph) options.edit_graph(light);
+  const std::string model_bytes = serialize_model(light, path);  // checks the remainder fits
+  const std::string data_path = (fs::path(path).parent_path() / location).string();
+  write_layout_atomically(data_path, layout);
+  try {
+    write_file_atomically(path, model_bytes);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(data_path, ignored);  // no data file without its model
+    throw;
+  }
 }
 
 }  // namespace mixprec

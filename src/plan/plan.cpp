@@ -1,6 +1,7 @@
 // plan: the decision table of SPEC "Plan". Each decision is one function below that appends
 // its row (and any risk) to the plan; the tables they read (targets, presets per target and
 // goal, algorithms) are at the top.
+#include "common/json_text.h"
 #include "mixprec/plan.h"
 
 #include <algorithm>
@@ -489,14 +490,8 @@ void save_plan(const QuantPlan& plan, const std::string& path) {
 }
 
 QuantPlan load_plan(const std::string& path) {
-  const std::string text = read_file(path, "a quantization plan");
-  Json json;
-  try {
-    json = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw_bad_input(path, std::string("not JSON: ") + e.what());
-  }
-  return plan_from_json(json, path);
+  const Json json = json_text::parse_json(read_file(path, "a quantization plan"), path, "JSON");
+  return json_text::with_json_errors(path, "a quantization plan", [&] { return plan_from_json(json, path); });
 }
 
 std::optional<std::string> plan_blocker(const QuantPlan& plan) {

@@ -13,7 +13,8 @@
 // for the same; the range comes from the calibration statistics through the spec's method.
 // Weights and biases are float initializers quantized once, offline (per channel along the
 // op's output-channel axis when the spec says per_channel). With Int32Bias a bias whose node
-// has integer input and weight formats becomes int32 codes at input scale x weight scale.
+// has integer input and weight formats becomes int32 codes at input scale x weight scale
+// (one that would overflow int32 stays float, with a warning naming the node).
 // output_tensors specs put a pair after the node; a graph output keeps its name.
 // Nodes are emitted in the original order with inserted nodes just before their consumer
 // (or just after their producer for outputs), so the graph stays topologically sorted.
@@ -31,6 +32,7 @@
 #include "ir/node_builder.h"
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "mixprec/formats.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
@@ -172,10 +174,19 @@ class Inserter {
   void int32_bias_operand(onnx::NodeProto& node, int index, const ResolvedSpec& input, const ResolvedSpec& weight) {
     const std::string name = node.input(index);
     const Tensor b = tensor_from_proto(*specs_.initializer(name), label_);
-    ++summary_.quantized_weights;
     QuantParams params;
     params.axis = weight.params.axis >= 0 ? 0 : -1;
     for (float ws : weight.params.scale) params.scale.push_back(input.params.scale[0] * ws);
+    if (const auto element = saturating_bias_element(b, params.scale)) {
+      // Saturated codes would silently change the bias (0.5 read back as 0.0152): keep it exact.
+      const size_t i = *element;
+      log_warning(label_ + ": node '" + node.name() + "': bias '" + name + "' element " + std::to_string(i) + " (" +
+                  std::to_string(b.to_floats()[i]) + ") overflows int32 at input scale x weight scale " +
+                  std::to_string(params.scale[params.scale.size() == 1 ? 0 : i]) +
+                  " (a weight channel of zeros or near zeros); the bias stays float");
+      return;
+    }
+    ++summary_.quantized_weights;
     params.zero_point.assign(params.scale.size(), 0);
     const std::string codes = pairs_.names().fresh(name + "_quantized");
     pairs_.add_initializer(tensor_to_proto(quantize_bias(b, params.scale), codes));

@@ -4,6 +4,7 @@
 //                   CPU fusions → raise the opset as far as the formats need
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "mixprec/config.h"
 #include "mixprec/rewrite.h"
@@ -17,9 +18,9 @@
 
 namespace mixprec {
 
-onnx::ModelProto prepare_model(const onnx::ModelProto& model, const PrepareOptions& options, const std::string& label,
+onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& options, const std::string& label,
                                PrepareSummary* summary) {
-  onnx::ModelProto out = model;
+  onnx::ModelProto out = std::move(model);
   PrepareSummary local;
   PrepareSummary& s = summary ? *summary : local;
   s.constants_converted = rewrite::constants_to_initializers(out);
@@ -42,12 +43,13 @@ QuantizeOptions quantize_options(const QuantConfig& config) {
   return options;
 }
 
-onnx::ModelProto quantize_model(const onnx::ModelProto& prepared, const std::vector<NodeAssignment>& assignment,
+onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<NodeAssignment>& assignment,
                                 const CalibrationStats& stats, const QuantizeOptions& options,
                                 const std::string& label, const RankLookup& rank_of, RewriteSummary* summary) {
   RewriteSummary local;
   RewriteSummary& s = summary ? *summary : local;
-  onnx::ModelProto out = prepared;
+  // place_for_ort_fusion reads the prepared model's float biases after insert_qdq: keep it then.
+  onnx::ModelProto out = options.ort_cpu_fusion ? prepared : std::move(prepared);
   s.opset_from = rewrite::default_opset(out);
   int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
   if (options.ort_cpu_fusion) {

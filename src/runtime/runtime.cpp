@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 // The API table is set at run time (ensure_api): the linked ONNX Runtime, or the library
 // MIXPREC_ORT_LIB names.
 #define ORT_API_MANUAL_INIT
 #include <onnxruntime_cxx_api.h>
+#include <onnxruntime_session_options_config_keys.h>
 
 #include <dlfcn.h>
 
@@ -153,8 +155,10 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
-Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label) {
+Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label,
+                                         bool large = false) {
   Ort::SessionOptions so;
+  if (large) so.AddConfigEntry(kOrtSessionOptionsConfigDisablePrepacking, "1");
   so.SetGraphOptimizationLevel(to_ort(options.optimization));
   if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);
   if (!options.optimized_model_path.empty()) so.SetOptimizedModelFilePath(options.optimized_model_path.c_str());
@@ -183,6 +187,17 @@ Error runtime_error(const std::string& label, const Ort::Exception& e) {
                            code == ORT_INVALID_PROTOBUF || code == ORT_NOT_IMPLEMENTED || code == ORT_NO_MODEL;
   std::string message = e.what();
   std::replace(message.begin(), message.end(), '\n', ' ');
+  // "...Fatal error: com.example:Frobnicate(-1) is not a registered function/op": a node no
+  // kernel or schema exists for is the model's property, not a failure of ours.
+  constexpr std::string_view kUnregistered = " is not a registered function/op";
+  if (const size_t end = message.find(kUnregistered); end != std::string::npos && end > 0) {
+    const size_t start = message.rfind(' ', end - 1) + 1;
+    std::string op = message.substr(start, end - start);
+    op = op.substr(0, op.find('('));
+    return Error(ErrorKind::kUnsupported, label,
+                 "op " + op + " is not implemented by ONNX Runtime " + Ort::GetVersionString() +
+                     " (an op of a custom domain needs its library registered)");
+  }
   return Error(input_fault ? ErrorKind::kBadInput : ErrorKind::kRuntime, label, "ONNX Runtime: " + message);
 }
 
@@ -256,13 +271,17 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 Session Session::from_file(const std::string& model_path, const SessionOptions& options) {
+  return open_file(model_path, options, false);
+}
+
+Session Session::open_file(const std::string& model_path, const SessionOptions& options, bool large) {
   ensure_api();
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) throw_io(model_path, "no such model file");
   auto impl = std::make_unique<Impl>();
   impl->label = model_path;
   try {
-    Ort::SessionOptions so = make_session_options(options, model_path);
+    Ort::SessionOptions so = make_session_options(options, model_path, large);
     impl->session = Ort::Session(ort_env(), model_path.c_str(), so);
     impl->describe();
   } catch (const Ort::Exception& e) {
@@ -271,17 +290,24 @@ Session Session::from_file(const std::string& model_path, const SessionOptions& 
   return Session(std::move(impl));
 }
 
-Session Session::from_model(const onnx::ModelProto& model, const std::string& label, const SessionOptions& options) {
+Session Session::from_model(const onnx::ModelProto& model, const std::string& label, const SessionOptions& options,
+                            const std::vector<std::string>& extra_outputs) {
   ensure_api();
+  if (model.opset_import_size() == 0) {
+    throw_bad_input(label, "the model imports no opset (opset_import is empty), so no operator version is known: "
+                           "export it again with its opset");
+  }
   if (model.ByteSizeLong() > kProtobufLimitBytes) {
     // ONNX Runtime cannot take >2 GB from memory: go through a file with external data.
     const fs::path dir = fs::temp_directory_path() / ("mixprec-session-" + std::to_string(::getpid()) + "-" +
                                                        std::to_string(reinterpret_cast<uintptr_t>(&model)));
     fs::create_directories(dir);
     const std::string path = (dir / "model.onnx").string();
-    save_model(model, path, {.external_data = ExternalData::kAlways});
     try {
-      Session session = from_file(path, options);
+      save_model(model, path, {.external_data = ExternalData::kAlways, .edit_graph = [&](onnx::ModelProto& graph) {
+                                 if (!extra_outputs.empty()) graph = expose_intermediates(graph, extra_outputs, label);
+                               }});
+      Session session = open_file(path, options, true);
       session.impl_->label = label;
       fs::remove_all(dir);
       return session;
@@ -290,6 +316,7 @@ Session Session::from_model(const onnx::ModelProto& model, const std::string& la
       throw;
     }
   }
+  if (!extra_outputs.empty()) return from_model(expose_intermediates(model, extra_outputs, label), label, options);
   const std::string bytes = serialize_model(model, label);
   auto impl = std::make_unique<Impl>();
   impl->label = label;

@@ -13,12 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/text.h"
 #include "common/timing.h"
+#include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/stop.h"
 #include "search/ledger.h"
 #include "search/search.h"
 
@@ -31,7 +34,10 @@ using search::Score;
 constexpr size_t kMaxIterationsCap = 50;
 
 constexpr EnumName<Ranking> kRankingRows[] = {
-    {Ranking::kDynamicRange, "dynamic-range"}, {Ranking::kMeasured, "measured"}, {Ranking::kLayerError, "layer-error"}};
+    {Ranking::kDynamicRange, "dynamic-range"},
+    {Ranking::kMeasured, "measured"},
+    {Ranking::kLayerError, "layer-error"},
+    {Ranking::kInjectedNoise, "injected-noise"}};
 constexpr EnumName<SearchMode> kSearchRows[] = {
     {SearchMode::kGreedy, "greedy"}, {SearchMode::kBisection, "bisection"}, {SearchMode::kCost, "cost"}};
 constexpr EnumName<Decision> kDecisionRows[] = {{Decision::kAccepted, "accepted"},
@@ -46,6 +52,8 @@ const char* ranking_score_meaning(Ranking ranking) {
     case Ranking::kDynamicRange: return "max |activation| of the inputs";
     case Ranking::kMeasured: return "objective gain when lifted alone";
     case Ranking::kLayerError: return "noise-to-signal ratio the layer adds in full INT8 (output minus worst input)";
+    case Ranking::kInjectedNoise:
+      return "noise-to-signal ratio the layer injects itself in full INT8 (its output vs itself in float on the same inputs)";
   }
   return "?";
 }
@@ -131,6 +139,10 @@ class WorkbenchEvaluator : public search::Evaluator {
   std::set<std::string> candidates_;
 };
 
+// What a run stopped by SIGINT/SIGTERM leaves (the Error's message).
+constexpr const char* kKeptOnStop =
+    "the best assignment so far is final.onnx and final_config.json here; --resume continues the run";
+
 class Explorer : public search::SearchObserver {
  public:
   Explorer(const ExploreParams& params, const StepCallback& on_step)
@@ -140,7 +152,7 @@ class Explorer : public search::SearchObserver {
     WarningCollector warnings;
     const std::string& work_dir = params_.setup.work_dir;
     if (work_dir.empty()) throw_bad_input(params_.setup.model_path, "explore needs a work dir");
-    fs::create_directories(work_dir);
+    const WorkDirLock lock(work_dir);  // creates it; one run at a time
     result_.final_model_path = work_file("final.onnx");
     result_.final_config_path = work_file("final_config.json");
     result_.ledger_path = work_file("ledger.jsonl");
@@ -148,8 +160,18 @@ class Explorer : public search::SearchObserver {
       throw_bad_input(work_dir, "nothing to resume: no ledger.jsonl and run.json here");
     }
     prepare();
-    explore();
-    result_.evaluations = bench_->evaluations();
+    try {
+      explore();
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kCancelled || !best_.model) throw;
+      // Stopped between steps: what is on disk is the best so far; the summary says so.
+      result_.stop_reason = "interrupted: " + error.message();
+      count_evaluations();
+      finish();
+      write_summary();
+      throw;
+    }
+    count_evaluations();
     check_runtime();
     write_summary();
     result_.seconds = seconds_since(start_);
@@ -189,6 +211,7 @@ class Explorer : public search::SearchObserver {
     if (!ledger_) throw_io(result_.ledger_path, "cannot append to the ledger (disk full?)");
     result_.steps.push_back(step);
     if (on_step_) on_step_(step);
+    throw_if_stopped(params_.setup.work_dir, kKeptOnStop);
   }
 
  private:
@@ -289,12 +312,7 @@ class Explorer : public search::SearchObserver {
   // The ledger's complete steps, after checking run.json against this run's settings.
   std::vector<ExploreStep> read_ledger_for_resume(const Json& current, std::string& complete_lines) const {
     const std::string run_path = work_file("run.json");
-    Json previous;
-    try {
-      previous = Json::parse(read_file(run_path, "run settings"));
-    } catch (const Json::exception& e) {
-      throw_bad_input(run_path, std::string("not valid JSON: ") + e.what());
-    }
+    const Json previous = json_text::parse_json(read_file(run_path, "run settings"), run_path, "valid JSON");
     for (const auto& [key, value] : current.items()) {
       if (!previous.contains(key) || previous[key] != value) {
         throw_bad_input(run_path, "the run to resume used another " + key + " (" +
@@ -306,16 +324,18 @@ class Explorer : public search::SearchObserver {
   }
 
   // The ranking a resumed run continues with: the one on disk, checked against the candidates.
-  std::vector<std::string> load_ranking() const {
+  std::vector<std::string> load_ranking() {
     const std::string path = work_file("sensitivity.json");
     std::vector<std::string> order;
     try {
-      const Json j = Json::parse(read_file(path, "sensitivity ranking"));
+      const Json j = json_text::parse_json(read_file(path, "sensitivity ranking"), path, "a sensitivity ranking");
       if (j.at("ranking").get<std::string>() != to_string(options_.ranking)) {
         throw_bad_input(path, "made with ranking '" + j.at("ranking").get<std::string>() + "', not '" +
                                   to_string(options_.ranking) + "'");
       }
       for (const auto& row : j.at("layers")) order.push_back(row.at("layer").get<std::string>());
+      // What the ranking cost the run that made it (0 in files written before it was recorded).
+      loaded_ranking_evaluations_ = j.contains("evaluations") ? j.at("evaluations").get<size_t>() : 0;
     } catch (const Json::exception& e) {
       throw_bad_input(path, std::string("not a sensitivity ranking: ") + e.what());
     }
@@ -358,6 +378,7 @@ class Explorer : public search::SearchObserver {
   }
 
   std::vector<std::string> rank(const Score& int8) {
+    const size_t evaluations_before = bench_->evaluations();
     std::map<std::string, double> score;
     std::map<std::string, double> tiebreak;  // measured: PSNR gain, for coarse objectives' ties
     if (options_.ranking == Ranking::kDynamicRange) {
@@ -376,10 +397,13 @@ class Explorer : public search::SearchObserver {
       }
     } else if (options_.ranking == Ranking::kMeasured) {
       for (const auto& name : candidates_) {
+        throw_if_stopped(params_.setup.work_dir, kKeptOnStop);
         const Score alone = evaluator_->evaluate({name}, name);
         score[name] = alone.objective - int8.objective;
         tiebreak[name] = alone.psnr_db - int8.psnr_db;
       }
+    } else if (options_.ranking == Ranking::kInjectedNoise) {
+      score = bench_->injected_noise(base_, candidates_);
     } else {
       score = layer_error_scores();
     }
@@ -389,8 +413,10 @@ class Explorer : public search::SearchObserver {
     });
     Json j = Json::array();
     for (const auto& name : order) j.push_back({{"layer", name}, {"score", score[name]}});
+    ranking_evaluations_ = bench_->evaluations() - evaluations_before;
     write_file_atomically(work_file("sensitivity.json"), Json{{"ranking", to_string(options_.ranking)},
                                                               {"score", ranking_score_meaning(options_.ranking)},
+                                                              {"evaluations", ranking_evaluations_},
                                                               {"layers", j}}
                                                              .dump(2));
     return order;
@@ -489,6 +515,7 @@ class Explorer : public search::SearchObserver {
         const std::set<std::string> lifted = *pending_best_;
         pending_best_.reset();
         save_best(lifted, evaluator_->evaluate(lifted, "best so far"));
+        ++rebuild_evaluations_;  // only a resumed run pays it
       }
     });
     search::SearchOutcome outcome;
@@ -600,6 +627,14 @@ class Explorer : public search::SearchObserver {
     result_.pareto = std::move(front);
   }
 
+  // A resumed run counts what the uninterrupted run would have: its own passes, less the
+  // rebuild of the replayed best, plus the replayed steps and the ranking it read back.
+  void count_evaluations() {
+    result_.evaluations_this_run = bench_->evaluations();
+    result_.evaluations = result_.evaluations_this_run - rebuild_evaluations_ + result_.resumed_steps +
+                          loaded_ranking_evaluations_;
+  }
+
   // The final assignment is the best saved (the search's best, its model rebuilt after a resume).
   void finish() {
     result_.lifted_layers.assign(best_lifted_.begin(), best_lifted_.end());
@@ -636,6 +671,7 @@ class Explorer : public search::SearchObserver {
                     {"verdict", {{"pass", verdict.pass}, {"criterion", verdict.criterion}, {"reason", verdict.reason}}},
                     {"final_metrics", metrics},
                     {"evaluations", result_.evaluations},
+                    {"evaluations_this_run", result_.evaluations_this_run},
                     {"device", params_.deployment.device},
                     {"expected_time_vs_full_bf16", {{"final", result_.final_time_vs_bf16},
                                                     {"full_int8", result_.int8_time_vs_bf16},
@@ -673,6 +709,7 @@ class Explorer : public search::SearchObserver {
   std::vector<ParetoPoint> points_;                   // every evaluated assignment
   std::vector<std::pair<size_t, std::set<std::string>>> point_sets_;  // index into points_ -> its lifted set
   std::optional<std::set<std::string>> pending_best_;  // a replayed best whose model is not built yet
+  size_t ranking_evaluations_ = 0, loaded_ranking_evaluations_ = 0, rebuild_evaluations_ = 0;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "common/json_text.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 
@@ -64,17 +65,21 @@ std::vector<ExploreStep> parse_ledger(const std::string& text, const std::string
   size_t number = 0;
   while (std::getline(lines, line)) {
     ++number;
+    ExploreStep step;
     try {
-      ExploreStep step = step_from_json(Json::parse(line));
-      if (step.index != steps.size() + 1) {
-        throw_bad_input(path, "line " + std::to_string(number) + ": step " + std::to_string(step.index) + " out of order");
-      }
-      steps.push_back(std::move(step));
-      complete_lines += line + '\n';
-    } catch (const Json::exception& e) {
-      if (lines.peek() != std::char_traits<char>::eof()) throw_bad_input(path, "line " + std::to_string(number) + ": " + e.what());
+      step = json_text::with_json_errors(path, "a ledger line",
+                                         [&] { return step_from_json(json_text::parse_json(line, path, "a ledger line")); });
+    } catch (const Error& e) {
+      // A broken last line is what a run stopped while writing it leaves; anywhere else it is corruption.
+      if (lines.peek() != std::char_traits<char>::eof()) throw_bad_input(path, "line " + std::to_string(number) + ": " + e.message());
       log_warning(path + ": dropped the incomplete last line (the run stopped while writing it)");
+      continue;
     }
+    if (step.index != steps.size() + 1) {
+      throw_bad_input(path, "line " + std::to_string(number) + ": step " + std::to_string(step.index) + " out of order");
+    }
+    steps.push_back(std::move(step));
+    complete_lines += line + '\n';
   }
   return steps;
 }

@@ -243,6 +243,10 @@ Tensor decode_npy(const zip::ByteSource& read, uint64_t size, const std::string&
                                 (expected ? std::to_string(*expected) + " bytes" : "over 2^64 bytes") +
                                 "), file has " + std::to_string(present) + " bytes of data");
   }
+  if (present > kMaxArrayBytes) {
+    throw_unsupported(source, "array of " + std::to_string(present >> 20) + " MiB is over the " +
+                                  std::to_string(kMaxArrayBytes >> 30) + " GiB limit of one array: split the samples into files");
+  }
   Tensor tensor(header.dtype, std::move(header.shape));
   read(std::span(tensor.data(), tensor.byte_size()));
   return tensor;

@@ -72,6 +72,10 @@ size_t validate(const std::string& file, const NamedTensors& members, const std:
                                 shape_to_string(spec.shape));
     };
     if (got.size() != spec.shape.size()) mismatch();
+    // A batch of none is the file's fault, not the model's: say so before anything runs.
+    if (!got.empty() && got[0] == 0) {
+      throw_bad_input(file, "input '" + spec.name + "' holds no samples (shape " + shape_to_string(got) + ")");
+    }
     size_t k = 1;
     for (size_t d = 0; d < got.size(); ++d) {
       if (spec.shape[d] < 0 || spec.shape[d] == got[d]) continue;

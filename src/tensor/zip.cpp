@@ -40,6 +40,8 @@ constexpr uint16_t kDosDate1980 = (1 << 5) | 1;  // 1980-01-01, the DOS epoch
 // zlib counts in 32-bit uInt; feed it at most this much per call.
 constexpr size_t kMaxZlibChunk = size_t{1} << 30;
 constexpr size_t kDeflateOutputChunk = size_t{1} << 20;
+// Deflate expands at most 1032:1 (zlib technical details: a 258-byte match in 2 bits).
+constexpr uint64_t kMaxDeflateRatio = 1032;
 
 // zlib treats a null buffer as "return the initial CRC", which would reset the running value;
 // empty spans (e.g. of a zero-size tensor) may well have a null data().
@@ -255,6 +257,13 @@ void read_member_unwrapped(std::span<const std::byte> archive, const Entry& entr
       }
       break;
     case static_cast<uint16_t>(Method::kDeflated):
+      // Checked before the consumer allocates the declared size: a few hundred bytes of
+      // archive must not claim gigabytes.
+      if (entry.uncompressed_size / kMaxDeflateRatio > entry.compressed_size) {
+        throw_bad_input(source, "declares " + std::to_string(entry.uncompressed_size) + " bytes from " +
+                                    std::to_string(entry.compressed_size) +
+                                    " bytes of deflate data, more than deflate can produce");
+      }
       inflater.emplace(data, source);
       break;
     default:

@@ -35,7 +35,9 @@ struct Entry {
 std::vector<Entry> read_entries(std::span<const std::byte> archive, const std::string& source);
 
 // Calls consume(read, size) where `read` yields the member's `size` uncompressed bytes in
-// order. Afterwards checks that consume read all of them and that their CRC-32 matches. Every
+// order; `size` is never more than the member's data can give (stored: its bytes in the archive;
+// deflated: 1032 times them, deflate's largest ratio), so consume may allocate it up front.
+// Afterwards checks that consume read all of them and that their CRC-32 matches. Every
 // Error thrown meanwhile, by the member or by consume, is rethrown as
 // "source: member 'NAME': message" with its kind kept. Unknown methods and encrypted members
 // are kBadInput.

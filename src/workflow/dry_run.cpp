@@ -13,7 +13,9 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/recommend.h"
+#include "mixprec/stop.h"
 #include "mixprec/workflow.h"
+#include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
 #include "workflow/evaluate_preset.h"
 
@@ -97,7 +99,7 @@ DryRunReport dry_run(const DryRunParams& params) {
   DryRunReport report;
   report.device = device.name;
   const std::string& work_dir = params.setup.work_dir;
-  fs::create_directories(work_dir);
+  const WorkDirLock lock(work_dir);  // creates it; one run at a time
 
   const std::string int8_preset = int8_preset_for(params.deployment);
   const QuantConfig int8 = *preset_config(int8_preset);
@@ -117,6 +119,7 @@ DryRunReport dry_run(const DryRunParams& params) {
     evaluate_preset(bench, device, preset, label, (fs::path(work_dir) / ("dry_run_" + preset + ".onnx")).string(), row);
     if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, row.model_path));
     report.rows.push_back(std::move(row));
+    throw_if_stopped(work_dir, "the rows measured so far are the dry_run_*.onnx files here");
   }
   report.recommendation = recommend(report, int8_preset);
   report.candidates = bench.integer_layers(int8).size();

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/timing.h"
+#include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
@@ -84,7 +85,7 @@ class Guide {
     device_ = &params_.deployment.profile();  // an unknown device fails before any work
     report_.device = device_->name;
     if (params_.setup.work_dir.empty()) throw_bad_input("", "guide needs a work dir");
-    fs::create_directories(params_.setup.work_dir);
+    const WorkDirLock lock(params_.setup.work_dir);  // creates it; one run at a time
     switch (params_.mode) {
       case GuideMode::kFull: full(); break;
       case GuideMode::kDryRun: dry(); break;

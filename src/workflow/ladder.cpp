@@ -8,7 +8,9 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/recommend.h"
+#include "mixprec/stop.h"
 #include "mixprec/workflow.h"
+#include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
 #include "workflow/evaluate_preset.h"
 
@@ -34,7 +36,7 @@ LadderReport ladder(const LadderParams& params) {
   LadderReport report;
   report.device = device.name;
   const std::string& work_dir = params.setup.work_dir;
-  fs::create_directories(work_dir);
+  const WorkDirLock lock(work_dir);  // creates it; one run at a time
   // The rungs share one preparation and calibration: the first rung's.
   const QuantConfig first = *preset_config(rung_preset(kRungs[0], params.deployment));
   Workbench bench(params.setup, params.deployment,
@@ -60,6 +62,7 @@ LadderReport ladder(const LadderParams& params) {
       report.follow_up = report.rungs.back().label + " meets the criterion: deploy " + report.chosen_model_path;
       break;
     }
+    throw_if_stopped(work_dir, "the rungs tried so far are the ladder_*.onnx files here");
   }
   if (report.chosen.empty()) {
     report.chosen = "float";

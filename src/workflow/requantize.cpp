@@ -11,6 +11,7 @@
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
+#include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
 
 namespace mixprec {
@@ -32,7 +33,7 @@ RequantizeReport requantize(const RequantizeParams& params) {
   if (analysis.quantization.state == QuantState::kFloat) {
     throw_bad_input(model_path, "not quantized, nothing to strip: use `mixprec quantize`");
   }
-  fs::create_directories(params.setup.work_dir);
+  const WorkDirLock lock(params.setup.work_dir);  // creates it; one run at a time
   report.stripped_path = (fs::path(params.setup.work_dir) / "stripped.onnx").string();
   save_model(strip_quantization(quantized, model_path, &report.strip), report.stripped_path);
 

@@ -3,6 +3,12 @@
 // config as a run that was never interrupted.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +83,53 @@ TEST_F(ExploreCliTest, ResumeWithOtherSettingsIsRefusedWithTheReason) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("run.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("max_iterations"), std::string::npos) << r.err;
+}
+
+TEST_F(ExploreCliTest, CtrlCStopsAfterTheStepInProgressWithExit130AndTheBestOnDisk) {
+  const CliResult whole = explore("whole");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+
+  ::setenv("MIXPREC_SIGINT_AFTER_STEPS", "1", 1);
+  const CliResult stopped = explore("stopped");
+  ::unsetenv("MIXPREC_SIGINT_AFTER_STEPS");
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_NE(stopped.err.find("stopped by SIGINT after the step in progress"), std::string::npos) << stopped.err;
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")).size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(path("stopped/final.onnx")));
+  std::ifstream summary(path("stopped/summary.json"));
+  const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("interrupted"), std::string::npos) << text;
+
+  const CliResult resumed = explore("stopped", {"--resume"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
+  EXPECT_EQ(read_file(path("stopped/final.onnx"), "model"), read_file(path("whole/final.onnx"), "model"));
+}
+
+TEST_F(ExploreCliTest, ASecondRunInTheSameWorkDirFailsNamingTheLock) {
+  // The first run is held mid-way by a lock this test takes as if it were that run.
+  std::filesystem::create_directories(path("busy"));
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    const int fd = ::open(path("busy/.mixprec.lock").c_str(), O_RDWR | O_CREAT, 0666);
+    ::flock(fd, LOCK_EX);
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(fd, pid.data(), pid.size());
+    ::pause();
+    std::_Exit(0);
+  }
+  const std::filesystem::path lock = path("busy/.mixprec.lock");
+  for (int i = 0; i < 500 && !(std::filesystem::exists(lock) && std::filesystem::file_size(lock) > 0); ++i) {
+    ::usleep(10000);
+  }
+  const CliResult second = explore("busy");
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  EXPECT_EQ(second.exit_code, 2) << second.err;
+  EXPECT_NE(second.err.find(".mixprec.lock: the work dir"), std::string::npos) << second.err;
+  EXPECT_NE(second.err.find("in use by another mixprec run (pid " + std::to_string(holder) + ")"), std::string::npos)
+      << second.err;
+  EXPECT_FALSE(std::filesystem::exists(path("busy/ledger.jsonl")));
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 
 #include "evaluation/stats_cache.h"
+#include "evaluation/workbench.h"
 #include "mixprec/error.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/jobs.h"
@@ -198,6 +200,55 @@ TEST_F(CalibrationTest, QuantizeWithoutDataCalibratesOnSeededRandomDataWithAWarn
   EXPECT_TRUE(r.calibrated);
   EXPECT_EQ(r.calibration_samples, 100u);  // the preset's NumCalibSamples
   EXPECT_TRUE(any_contains(warnings.warnings(), "ranges from random data can mislead"));
+}
+
+TEST_F(CalibrationTest, InjectedNoiseIsTheNodesOwnRoundingWhateverItDoesToUpstreamNoise) {
+  // x [1, 64] >= 0 -> MatMul "a" (positive weights) -> h -> MatMul "b" (ones [64, 1], a sum)
+  // -> y. The sum adds the 64 coherent signal values but mostly independent rounding errors, so
+  // the noise-to-signal ratio at y is far below h's: "output minus worst input" scores "b"
+  // negative although "b" rounds its own inputs and weights. The injected noise is its own.
+  std::vector<float> wa = testing::deterministic_values(64 * 64, 3, 0.5f);
+  for (float& v : wa) v = std::fabs(v) + 0.01f;
+  save_model(ModelBuilder()
+                 .add_input("x", TensorProto::FLOAT, {1, 64})
+                 .add_output("y", TensorProto::FLOAT, {1, 1})
+                 .add_initializer("wa", {64, 64}, wa)
+                 .add_initializer("wb", {64, 1}, std::vector<float>(64, 1.0f))
+                 .add_node("MatMul", {"x", "wa"}, {"h"}, {}, "a")
+                 .add_node("MatMul", {"h", "wb"}, {"y"}, {}, "b")
+                 .build(),
+             path("model.onnx"));
+  EvaluationSetup setup{.model_path = path("model.onnx"), .work_dir = path("work")};
+  setup.calibration.data.random_samples = 8;
+  setup.calibration.data.seed = 1;
+  setup.evaluation.data.random_samples = 8;
+  setup.evaluation.data.seed = 2;
+  const QuantConfig xint8 = *preset_config("XINT8");
+  Workbench bench(setup, DeploymentTarget{}, {.prepare = prepare_options(xint8)});
+  const auto injected = bench.injected_noise(xint8, {"a", "b"});
+  ASSERT_TRUE(injected.count("a") && injected.count("b"));
+  EXPECT_GT(injected.at("b"), 0.0);
+  const auto nsr = bench.tensor_noise(xint8, {"h", "y"});
+  EXPECT_LT(nsr.at("y") - nsr.at("h"), 0.0);  // the older score's sign for "b"
+  // Worked by hand for "b": run the quantized model, then b alone in float on its h.
+  const onnx::ModelProto built = bench.build(xint8);
+  const Session quantized = Session::from_model(expose_intermediates(built, {"h", "y"}, "q"), "q");
+  const Session alone = Session::from_model(ModelBuilder()
+                                                .add_input("h", TensorProto::FLOAT, {1, 64})
+                                                .add_output("y", TensorProto::FLOAT, {1, 1})
+                                                .add_initializer("wb", {64, 1}, std::vector<float>(64, 1.0f))
+                                                .add_node("MatMul", {"h", "wb"}, {"y"}, {}, "b")
+                                                .build(),
+                                            "b alone");
+  double noise = 0, signal = 0;
+  for (size_t s = 0; s < bench.samples(); ++s) {
+    const NamedTensors t = quantized.run(bench.sample(s), {"h", "y"});
+    const float f = alone.run({{"h", t[0].second}}).front().second.as<float>()[0];
+    const float q = t[1].second.as<float>()[0];
+    noise += (static_cast<double>(q) - f) * (static_cast<double>(q) - f);
+    signal += static_cast<double>(f) * f;
+  }
+  EXPECT_NEAR(injected.at("b"), noise / signal, 1e-9 * (noise / signal));
 }
 
 }  // namespace

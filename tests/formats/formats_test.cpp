@@ -359,5 +359,18 @@ TEST(QuantBias, RoundsHalfToEvenAndSaturates) {
   EXPECT_THROW(quantize_bias(bias, zero_scale), Error);
 }
 
+TEST(QuantBias, SaturatingElementIsFound) {
+  // A zero weight channel gets kMinScale: with an int16 input scale of 2^-15, 0.5 / (2^-15 x
+  // 2^-24) = 2^38 overflows int32, which quantize_bias would clamp to 0.0156 (2^31 x 2^-39).
+  const float scales[] = {0.01f, 1.0f / 32768 * kMinScale};
+  const Tensor bias = Tensor::from_floats({2}, std::vector<float>{0.5f, 0.5f});
+  EXPECT_EQ(saturating_bias_element(bias, scales), std::optional<size_t>(1));
+  const float fits[] = {0.01f, 0.01f};
+  EXPECT_EQ(saturating_bias_element(bias, fits), std::nullopt);
+  // The largest code that fits is INT32_MAX itself.
+  const float exact[] = {1.0f};
+  EXPECT_EQ(saturating_bias_element(Tensor::from_floats({1}, std::vector<float>{2147483520.0f}), exact), std::nullopt);
+}
+
 }  // namespace
 }  // namespace mixprec

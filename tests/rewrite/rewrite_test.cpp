@@ -2,12 +2,14 @@
 // a stated tolerance, and count the ops the rewrite should have produced.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/jobs.h"
+#include "mixprec/log.h"
 #include "mixprec/random_data.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
@@ -245,6 +247,36 @@ TEST(RewriteInsertQdq, MissingStatisticsIsBadInput) {
   const onnx::ModelProto prepared = prepare_model(testing::conv_chain(1), {}, "test");
   const auto assignment = assign_layers(*preset_config("A8W8"), prepared, "test");
   EXPECT_THROW(quantize_model(prepared, assignment, CalibrationStats{}, {}, "test"), Error);
+}
+
+TEST(RewriteInsertQdq, BiasThatWouldSaturateInt32StaysFloatWithAWarningNamingTheNode) {
+  // Conv over 2 output channels; channel 1's weights are all zero, so its per-channel scale is
+  // kMinScale and 0.5 / (input scale x kMinScale) is far beyond int32 under A16W8.
+  ModelBuilder b;
+  b.add_input("input", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{1}, int64_t{4}, int64_t{4}})
+      .add_output("output", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{4}})
+      .add_initializer("w", {2, 1, 1, 1}, {0.75f, 0.0f})
+      .add_initializer("b", {2}, {0.1f, 0.5f})
+      .add_node("Conv", {"input", "w", "b"}, {"output"}, {}, "zero_channel_conv");
+  const onnx::ModelProto model = b.build();
+  QuantConfig config = *preset_config("A16W8");
+  config.global.weight->per_channel = true;
+  std::vector<std::string> warnings;
+  const LogSink previous = set_log_sink([&](LogLevel level, const std::string& message) {
+    if (level == LogLevel::kWarning) warnings.push_back(message);
+  });
+  const Quantized q = quantize_with(model, config);
+  set_log_sink(previous);
+  const auto named = std::ranges::count_if(warnings, [](const std::string& w) {
+    return w.find("node 'zero_channel_conv'") != std::string::npos && w.find("stays float") != std::string::npos;
+  });
+  EXPECT_EQ(named, 1) << (warnings.empty() ? "no warning" : warnings.front());
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 5);
+  const auto got = run_first_output(q.model, inputs);
+  // Channel 1 is its bias alone: exactly 0.5 (it read back as 0.0152 when the codes saturated).
+  for (size_t i = 16; i < 32; ++i) EXPECT_FLOAT_EQ(got[i], 0.5f) << i;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,6 +16,7 @@
 #include "mixprec/jobs.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/stop.h"
 #include "support/explore_models.h"
 #include "support/temp_dir.h"
 
@@ -41,6 +43,13 @@ std::vector<std::string> ledger_without_timings(const std::string& file) {
   return lines;
 }
 
+// "evaluations" of a summary.json.
+size_t summary_evaluations(const std::string& path) {
+  const std::string text = read_file(path, "summary");
+  const auto at = text.find("\"evaluations\":");
+  return at == std::string::npos ? 0 : std::stoul(text.substr(at + 14));
+}
+
 class ExploreTest : public testing::TempDirTest {
  protected:
   ExploreParams params(Ranking ranking) {
@@ -55,6 +64,14 @@ class ExploreTest : public testing::TempDirTest {
     // XINT8's own method, pinned: the evaluation counts below are the search's (an unpinned
     // start also tries PowerOfTwo_NonOverflow: StartTriesTheDevicesCalibrationMethods).
     p.search.calib_method = CalibMethod::kPowerOfTwoMinMse;
+    return p;
+  }
+  // A run of two accepted steps (measured ranking), into work dir "whole".
+  ExploreParams two_step_params() {
+    ExploreParams p = params(Ranking::kMeasured);
+    save_model(two_sensitive_layers_model(), p.setup.model_path);
+    p.search.bf16_budget = 0.4;
+    p.setup.work_dir = path("whole");
     return p;
   }
 };
@@ -429,10 +446,7 @@ TEST(ExploreGuardrails, PsnrPlateauNeedsThreeSmallGainsInARow) {
 }
 
 TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
-  ExploreParams p = params(Ranking::kMeasured);
-  save_model(two_sensitive_layers_model(), p.setup.model_path);
-  p.search.bf16_budget = 0.4;
-  p.setup.work_dir = path("whole");
+  ExploreParams p = two_step_params();
   const ExploreResult whole = explore(p);
   ASSERT_EQ(whole.steps.size(), 2u) << whole.stop_reason;
 
@@ -455,8 +469,11 @@ TEST_F(ExploreTest, ResumeAfterAnInterruptionEndsLikeAnUninterruptedRun) {
   EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
   EXPECT_EQ(file(path("stopped/final_config.json")), file(path("whole/final_config.json")));
   // The measured ranking was read back, not measured again: 2 baselines, the best so far
-  // rebuilt once from the ledger, 1 new step.
-  EXPECT_EQ(resumed.evaluations, 4u);
+  // rebuilt once from the ledger, 1 new step. The summary counts what the uninterrupted run
+  // spent (the README's promise: a resumed run ends as if it had never stopped).
+  EXPECT_EQ(resumed.evaluations_this_run, 4u);
+  EXPECT_EQ(resumed.evaluations, whole.evaluations);
+  EXPECT_EQ(summary_evaluations(path("stopped/summary.json")), summary_evaluations(path("whole/summary.json")));
 
   // Resuming a finished run replays it all and evaluates only what the summary needs.
   const ExploreResult again = explore(p);
@@ -503,6 +520,37 @@ TEST_F(ExploreTest, ResumeDropsALineCutByACrash) {
   EXPECT_EQ(resumed.resumed_steps, 1u);
   EXPECT_EQ(ledger_without_timings(whole.ledger_path), lines);
   EXPECT_EQ(resumed.lifted_layers, whole.lifted_layers);
+}
+
+TEST_F(ExploreTest, AStopRequestEndsTheRunAfterTheStepInProgressWithTheBestOnDisk) {
+  ExploreParams p = two_step_params();
+  const ExploreResult whole = explore(p);
+  ASSERT_EQ(whole.steps.size(), 2u) << whole.stop_reason;
+
+  // SIGINT arrives while step 1 runs: the CLI's handler calls request_stop().
+  p.setup.work_dir = path("stopped");
+  try {
+    explore(p, [](const ExploreStep& s) {
+      if (s.index == 1) request_stop(SIGINT);
+    });
+    ADD_FAILURE() << "the run did not stop";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kCancelled);
+    EXPECT_NE(std::string(error.what()).find("stopped by SIGINT after the step in progress"), std::string::npos)
+        << error.what();
+  }
+  clear_stop_request();
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")).size(), 1u);  // step 1 is written
+  EXPECT_TRUE(fs::exists(path("stopped/final.onnx")));
+  EXPECT_TRUE(fs::exists(path("stopped/final_config.json")));
+  const std::string summary = file(path("stopped/summary.json"));
+  EXPECT_NE(summary.find("\"stop_reason\": \"interrupted: stopped by SIGINT"), std::string::npos) << summary;
+
+  p.search.resume = true;
+  const ExploreResult resumed = explore(p);
+  EXPECT_EQ(resumed.lifted_layers, whole.lifted_layers);
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
+  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
 }
 
 }  // namespace
