@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "mixprec/error.h"
 
 #include "mixprec/enum_names.h"
+#include "mixprec/log.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/explore.h"
 #include "mixprec/metrics.h"
@@ -76,6 +78,29 @@ Command add_requantize(CLI::App& app);
 Command add_guide(CLI::App& app);
 Command add_ladder(CLI::App& app);
 Command add_plan(CLI::App& app);
+Command add_report(CLI::App& app);
+
+// The report a run command leaves in its work dir however it ends (cli/report.cpp). While alive
+// it records the command's warnings and keeps WORK_DIR/command.json (the command, the model,
+// how it ended, the warnings; the HTML report reads it) up to date, and it writes
+// WORK_DIR/report.html: when it goes out of scope after the command's work; from
+// report_failure() when an error ended the command (main() calls it with the message); and on
+// Ctrl-C or SIGTERM, from a thread that then ends the process (exit 130 or 143). One at a time.
+class WorkDirReport {
+ public:
+  WorkDirReport(const std::string& command, const std::string& work_dir, const std::string& model);
+  ~WorkDirReport();
+  WorkDirReport(const WorkDirReport&) = delete;
+  WorkDirReport& operator=(const WorkDirReport&) = delete;
+
+ private:
+  struct Watcher;
+  int exceptions_;
+  LogSink previous_sink_;
+  std::unique_ptr<Watcher> watcher_;
+};
+// The error that ended the command, for the report of the run so far (no-op without one).
+void report_failure(const std::string& message);
 
 // Flags for sample data that may be pictures: DataFlags plus --preprocess and --image-size.
 struct SampleFlags {

@@ -4,6 +4,7 @@
 #include "common.h"
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
+#include "mixprec/model_io.h"
 #include "mixprec/workflow_report.h"
 
 namespace mixprec::cli {
@@ -32,8 +33,11 @@ Command add_dry_run(CLI::App& app) {
             params.deployment = flags->deployment.resolve();
             params.setup = flags->setup.resolve(flags->model, work_dir_or_default(flags->work_dir, flags->model, ".dry_run"),
                                                 "calibrating");
+            const WorkDirReport report("dry-run", params.setup.work_dir, params.setup.model_path);
             const DryRunReport r = dry_run(params);
-            std::cout << (flags->json ? dry_run_to_json(r).dump(2) + "\n" : dry_run_text(r));
+            const nlohmann::ordered_json j = dry_run_to_json(r);
+            write_file_atomically(params.setup.work_dir + "/dry_run.json", j.dump(2) + "\n");
+            std::cout << (flags->json ? j.dump(2) + "\n" : dry_run_text(r));
             return kExitOk;
           }};
 }

@@ -67,6 +67,7 @@ Command add_explore(CLI::App& app) {
             params.search.base_preset = flags->preset;
             if (!flags->config.empty()) params.search.base_config = load_config(flags->config);
             params.search.resume = flags->resume;
+            const WorkDirReport report("explore", params.setup.work_dir, params.setup.model_path);
             // MIXPREC_ABORT_AFTER_STEPS=k ends the process abruptly once step k is on disk, as a
             // kill or power cut would: the crash test of --resume. MIXPREC_SIGINT_AFTER_STEPS=k
             // sends the process SIGINT there, as a Ctrl-C during step k would.

@@ -8,6 +8,8 @@
 #include "mixprec/error.h"
 #include "mixprec/guide.h"
 #include "mixprec/guide_report.h"
+#include "mixprec/model_io.h"
+#include "mixprec/workflow_report.h"
 
 namespace mixprec::cli {
 
@@ -75,11 +77,23 @@ Command add_guide(CLI::App& app) {
                       << ", device " << params.deployment.device << ", stage " << to_string(params.stage)
                       << (params.explore ? ", explore" : "") << ", work dir " << params.setup.work_dir << "\n"
                       << "runtime: ONNX Runtime " << runtime_version() << " (" << runtime_library() << ")\n";
-            const GuideReport r = guide(params, [](const GuidePhase& phase) {
+            const WorkDirReport report("guide", params.setup.work_dir, params.setup.model_path);
+            // guide.json holds the phases so far (a crash leaves them); its outcome is null until the end.
+            const auto work_file = [&](const char* name) { return params.setup.work_dir + "/" + name; };
+            GuideReport so_far{.mode = params.mode, .device = params.deployment.device};
+            const GuideReport r = guide(params, [&](const GuidePhase& phase) {
               std::printf("\n== %s: %s (%.2f s)\n", phase.name.c_str(), to_string(phase.status), phase.seconds);
               for (const auto& line : guide_phase_lines(phase)) std::printf("   %s\n", line.c_str());
               std::fflush(stdout);
+              so_far.phases.push_back(phase);
+              nlohmann::ordered_json j = guide_report_to_json(so_far);
+              j["outcome"] = nullptr;
+              write_file_atomically(work_file("guide.json"), j.dump(2) + "\n");
+              if (const auto* dry = std::get_if<DryRunReport>(&phase.result)) {
+                write_file_atomically(work_file("dry_run.json"), dry_run_to_json(*dry).dump(2) + "\n");
+              }
             });
+            write_file_atomically(work_file("guide.json"), guide_report_to_json(r).dump(2) + "\n");
             std::cout << "\n== report\n" << guide_summary_text(r);
             if (params.mode == GuideMode::kDryRun) return kExitOk;
             return r.pass ? kExitOk : kExitAccuracyFailure;

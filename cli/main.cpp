@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
 
   const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
                                          add_compare(app), add_explore(app), add_dry_run(app),
-                                         add_requantize(app), add_ladder(app), add_plan(app)};
+                                         add_requantize(app), add_ladder(app), add_plan(app),
+                                         add_report(app)};
 
   try {
     app.parse(argc, argv);
@@ -121,9 +122,11 @@ int main(int argc, char** argv) {
   } catch (const mixprec::Error& e) {
     note_runtime_messages(verbose);
     std::cerr << (e.kind() == mixprec::ErrorKind::kCancelled ? "mixprec: " : "mixprec: error: ") << e.what() << '\n';
+    report_failure(e.what());
     return exit_code_for(e.kind());
   } catch (const std::exception& e) {
     std::cerr << "mixprec: internal error: " << e.what() << '\n';
+    report_failure(std::string("internal error: ") + e.what());
     return kExitInternal;
   }
 }

@@ -19,24 +19,37 @@ apt_packages=(
   npm
 )
 
+# The browser test (ctest -L browser) renders report.html headless in Debian's chromium; a
+# font makes its text measurable. Installed without recommends (they add ~100 desktop packages).
+browser_packages=(chromium fonts-dejavu-core)
+
 sudo_cmd=()
 if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
 
-missing=()
-for p in "${apt_packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
+# not_installed PACKAGE... -> the ones dpkg does not list as installed, one per line
+not_installed() {
+  local p
+  for p in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then echo "$p"; fi
+  done
+}
+mapfile -t missing < <(not_installed "${apt_packages[@]}")
 # npm may come from a non-Debian Node.js install; accept any working npm.
 if command -v npm >/dev/null 2>&1; then
   missing=("${missing[@]/npm}")
 fi
 read -r -a missing <<<"${missing[*]}"
+mapfile -t missing_browser < <(not_installed "${browser_packages[@]}")
+if ((${#missing[@]} + ${#missing_browser[@]})); then
+  "${sudo_cmd[@]}" apt-get update -qq
+fi
 if ((${#missing[@]})); then
   echo "setup: installing Debian packages: ${missing[*]}"
-  "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+fi
+if ((${#missing_browser[@]})); then
+  echo "setup: installing Debian packages without recommends: ${missing_browser[*]}"
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing_browser[@]}"
 fi
 
 mkdir -p "$cache"

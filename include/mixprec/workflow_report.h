@@ -14,7 +14,14 @@ namespace mixprec {
 // The metrics table of every row against FP32, one verdict line per row (with the device's
 // availability), and the recommendation with its reason. Ends with a newline.
 std::string dry_run_text(const DryRunReport& report);
+// {task {type, reason}, device, samples, data, calibration_seconds, reference_seconds,
+//  rows [preset_result_to_json], recommendation {action, reason}, runtimes, warnings}
 nlohmann::ordered_json dry_run_to_json(const DryRunReport& report);
+// A dry-run row or ladder rung: {label, preset, on_device, device_note, verdict, seconds, model,
+// outputs [metrics_to_json]}.
+nlohmann::ordered_json preset_result_to_json(const PresetResult& result);
+// [{runtime, model, ok, detail}]
+nlohmann::ordered_json runtime_trials_to_json(const std::vector<RuntimeTrial>& trials);
 
 // One line per runtime tried: "runtime  CUDA: FAILED, <reason> (model)".
 std::string runtime_trials_text(const std::vector<RuntimeTrial>& trials);

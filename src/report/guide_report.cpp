@@ -6,12 +6,15 @@
 #include <sstream>
 
 #include "common/text.h"
+#include "mixprec/metrics_report.h"
+#include "mixprec/report.h"
 #include "mixprec/workflow_report.h"
 
 namespace mixprec {
 namespace {
 using text::fixed;
 using Lines = std::vector<std::string>;
+using Json = nlohmann::ordered_json;
 
 // A report's text, one line per line.
 void add_text(Lines& lines, const std::string& text) {
@@ -232,6 +235,170 @@ Lines lines_of(const RequantizeReport& r) {
   return lines;
 }
 
+// --- JSON: one function per phase result type, as for the lines -----------------------------
+
+Json metrics_json(const std::vector<OutputMetrics>& metrics) {
+  Json j = Json::array();
+  for (const auto& m : metrics) j.push_back(metrics_to_json(m));
+  return j;
+}
+
+Json formats_json(const std::vector<FormatId>& formats) {
+  Json j = Json::array();
+  for (FormatId f : formats) j.push_back(format_traits(f).name);
+  return j;
+}
+
+Json latency_json(const LatencyStats& l) {
+  return {{"runs", l.runs}, {"min_ms", l.min_ms}, {"median_ms", l.median_ms}, {"mean_ms", l.mean_ms},
+          {"p90_ms", l.p90_ms}, {"max_ms", l.max_ms}};
+}
+
+Json json_of(const AnalyzeResult& r) { return analysis_to_json(r.analysis); }
+
+Json json_of(const ConfigResult& r) {
+  return {{"given", r.given_path}, {"plan", r.plan ? plan_to_json(*r.plan) : Json(nullptr)}, {"formats", formats_json(r.formats)}};
+}
+
+Json json_of(const CalibrateResult& r) {
+  return {{"reused", r.reused}, {"stats", r.stats_path}, {"data", r.data_description}, {"tensors", r.tensors}};
+}
+
+Json json_of(const BaselineResult& r) { return {{"data", r.data_description}, {"samples", r.samples}, {"seconds", r.seconds}}; }
+
+Json json_of(const QuantizeResult& r) {
+  Json methods = Json::array();
+  for (const auto& m : r.methods) {
+    methods.push_back({{"method", calib_method_traits(m.method).name}, {"psnr_db", m.psnr_db}, {"pass", m.pass}});
+  }
+  return {{"methods", methods},          {"kept", calib_method_traits(r.kept).name}, {"layers", r.layers},
+          {"integer_layers", r.integer_layers}, {"formats", formats_json(r.formats)}, {"model", r.model_path},
+          {"config", r.config_path}};
+}
+
+Json json_of(const ValidateResult& r) {
+  return {{"task", to_string(r.task)}, {"outputs", metrics_json(r.metrics)}, {"verdict", verdict_to_json(r.verdict)}};
+}
+
+Json json_of(const ExplorePhaseResult& r) {
+  const SearchOptions& s = r.search;
+  Json j = {{"requested", r.requested},
+            {"needed", r.needed},
+            {"search", {{"base", s.base_config ? Json("config") : Json(s.base_preset)},
+                        {"lift", s.lift},
+                        {"bf16_budget", s.bf16_budget},
+                        {"time_budget", s.time_budget},
+                        {"max_iterations", s.max_iterations},
+                        {"calib_method", s.calib_method ? calib_method_traits(*s.calib_method).name : "auto"},
+                        {"pareto", s.pareto},
+                        {"ranking", to_string(s.ranking)},
+                        {"search", to_string(s.search)}}}};
+  if (!r.result) return j;
+  const ExploreResult& e = *r.result;
+  Json result = {{"stop_reason", e.stop_reason},
+                 {"objective", e.objective_name},
+                 {"task", to_string(e.task.type)},
+                 {"compute_layers", e.compute_layers},
+                 {"lifted_layers", e.lifted_layers},
+                 {"steps", e.steps.size()},
+                 {"evaluations", e.evaluations},
+                 {"resumed_steps", e.resumed_steps},
+                 {"int8_outputs", metrics_json(e.int8_metrics)},
+                 {"lifted_outputs", metrics_json(e.lifted_metrics)},
+                 {"final_outputs", metrics_json(e.final_metrics)},
+                 {"verdict", verdict_to_json(e.final_verdict)},
+                 {"final_time_vs_bf16", e.final_time_vs_bf16},
+                 {"int8_time_vs_bf16", e.int8_time_vs_bf16},
+                 {"final_transitions", e.final_transitions},
+                 {"calib_method", calib_method_traits(e.calib_method).name},
+                 {"pareto_points", e.pareto.size()},
+                 {"seconds", e.seconds},
+                 {"final_model", e.final_model_path},
+                 {"final_config", e.final_config_path},
+                 {"ledger", e.ledger_path}};
+  if (e.runtime_check) result["runtime_check"] = runtime_trials_to_json({*e.runtime_check}).front();
+  j["result"] = std::move(result);
+  return j;
+}
+
+Json json_of(const CompileResult& r) {
+  const PartitionReport& p = r.partition;
+  const EdgeCheck& e = r.edges;
+  const Coverage& c = r.coverage;
+  const IslandSummary& i = r.islands;
+  return {{"provider", r.provider},
+          {"device", r.device},
+          {"session_ms", r.session_ms},
+          {"optimized_model", r.optimized_model_path},
+          {"partition", {{"integer_macs", p.integer_macs},
+                         {"float_macs", p.float_macs},
+                         {"unmatched_macs", p.unmatched_macs},
+                         {"integer_share", p.integer_share()},
+                         {"integer_kernels", p.integer_kernels},
+                         {"float_nodes", p.float_nodes},
+                         {"quantize_linear", p.quantize_linear},
+                         {"dequantize_linear", p.dequantize_linear}}},
+          {"coverage", {{"compute_nodes", c.compute_nodes}, {"quantized", c.quantized}, {"bf16", c.bf16},
+                        {"fp16", c.fp16}, {"float", c.float32}}},
+          {"islands", {{"total", i.islands.size()}, {"quantized", i.quantized_islands}, {"bf16", i.bf16_islands},
+                       {"fp16", i.fp16_islands}, {"float", i.float_islands}}},
+          {"time_vs_bf16", r.time_vs_bf16},
+          {"start_time_vs_bf16", r.start_time_vs_bf16},
+          {"macs", r.macs},
+          {"edges", {{"requested", to_string(e.requested)}, {"checked", e.checked}, {"float_inputs", e.float_inputs},
+                     {"quantized_inputs", e.quantized_inputs}, {"outputs", e.outputs},
+                     {"dequantized_outputs", e.dequantized_outputs}, {"matches", e.matches}}},
+          {"provider_config", r.provider_config_path},
+          {"provider_cache", r.provider_cache_dir}};
+}
+
+Json json_of(const ExecResult& r) {
+  return {{"provider", r.provider},
+          {"fp32", latency_json(r.fp32)},
+          {"final", latency_json(r.final_model)},
+          {"full_bf16", latency_json(r.full_bf16)},
+          {"full_int8", r.full_int8 ? latency_json(*r.full_int8) : Json(nullptr)},
+          {"speedup", r.speedup()},
+          {"integer_start", r.integer_start},
+          {"mixed_final", r.mixed_final}};
+}
+
+Json json_of(const LadderReport& r) {
+  Json rungs = Json::array();
+  for (const auto& rung : r.rungs) rungs.push_back(preset_result_to_json(rung));
+  return {{"task", {{"type", to_string(r.task.type)}, {"reason", r.task.reason}}},
+          {"device", r.device},
+          {"samples", r.samples},
+          {"data", r.data_description},
+          {"rungs", rungs},
+          {"chosen", r.chosen},
+          {"chosen_model", r.chosen_model_path},
+          {"follow_up", r.follow_up},
+          {"runtimes", runtime_trials_to_json(r.runtimes)},
+          {"warnings", r.warnings}};
+}
+
+Json json_of(const DryRunReport& r) { return dry_run_to_json(r); }
+
+Json json_of(const RequantizeReport& r) {
+  return {{"task", {{"type", to_string(r.task.type)}, {"reason", r.task.reason}}},
+          {"stripped", r.stripped_path},
+          {"strip", {{"qdq_pairs", r.strip.qdq_pairs}, {"cast_pairs", r.strip.cast_pairs},
+                     {"folded_initializers", r.strip.folded_initializers}, {"notes", r.strip.notes}}},
+          {"samples", r.samples},
+          {"data", r.data_description},
+          {"previous_outputs", metrics_json(r.previous_metrics)},
+          {"new_outputs", metrics_json(r.new_metrics)},
+          {"previous_verdict", verdict_to_json(r.previous_verdict)},
+          {"new_verdict", verdict_to_json(r.new_verdict)},
+          {"psnr_delta_db", r.psnr_delta_db},
+          {"pass_rate_delta", r.pass_rate_delta},
+          {"output", r.output_path},
+          {"config", r.config_path},
+          {"runtimes", runtime_trials_to_json(r.runtimes)},
+          {"warnings", r.warnings}};
+}
+
 }  // namespace
 
 std::vector<std::string> guide_phase_lines(const GuidePhase& phase) {
@@ -283,6 +450,39 @@ std::string guide_summary_text(const GuideReport& report) {
   }
   out << "   " << guide_outcome(report) << "\n";
   return out.str();
+}
+
+Json guide_phase_to_json(const GuidePhase& phase) {
+  Json result = std::visit(
+      [](const auto& r) -> Json {
+        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, std::monostate>) {
+          return nullptr;
+        } else {
+          return json_of(r);
+        }
+      },
+      phase.result);
+  return {{"name", phase.name},
+          {"status", to_string(phase.status)},
+          {"seconds", phase.seconds},
+          {"lines", guide_phase_lines(phase)},
+          {"result", std::move(result)}};
+}
+
+Json guide_report_to_json(const GuideReport& report) {
+  Json phases = Json::array();
+  for (const auto& phase : report.phases) phases.push_back(guide_phase_to_json(phase));
+  return {{"mode", to_string(report.mode)},
+          {"device", report.device},
+          {"pass", report.pass},
+          {"criterion", report.criterion},
+          {"time_vs_bf16", report.time_vs_bf16},
+          {"final_model", report.final_model_path},
+          {"final_config", report.final_config_path},
+          {"provider_config", report.provider_config_path},
+          {"outcome", report.phases.empty() ? std::string() : guide_outcome(report)},
+          {"phases", std::move(phases)},
+          {"warnings", report.warnings}};
 }
 
 }  // namespace mixprec

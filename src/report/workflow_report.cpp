@@ -70,6 +70,24 @@ std::string dry_run_text(const DryRunReport& report) {
   return out.str();
 }
 
+nlohmann::ordered_json preset_result_to_json(const PresetResult& result) {
+  nlohmann::ordered_json j = {{"label", result.label},         {"preset", result.preset},
+                              {"on_device", result.on_device}, {"device_note", result.device_note},
+                              {"verdict", verdict_to_json(result.verdict)}, {"seconds", result.seconds},
+                              {"model", result.model_path}};
+  j["outputs"] = nlohmann::ordered_json::array();
+  for (const auto& m : result.metrics) j["outputs"].push_back(metrics_to_json(m));
+  return j;
+}
+
+nlohmann::ordered_json runtime_trials_to_json(const std::vector<RuntimeTrial>& trials) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& trial : trials) {
+    j.push_back({{"runtime", trial.runtime}, {"model", trial.model}, {"ok", trial.ok}, {"detail", trial.detail}});
+  }
+  return j;
+}
+
 nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
   nlohmann::ordered_json j;
   j["task"] = {{"type", to_string(report.task.type)}, {"reason", report.task.reason}};
@@ -79,15 +97,7 @@ nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
   j["calibration_seconds"] = report.calibration_seconds;
   j["reference_seconds"] = report.reference_seconds;
   j["rows"] = nlohmann::ordered_json::array();
-  for (const auto& row : report.rows) {
-    nlohmann::ordered_json r = {{"label", row.label},         {"preset", row.preset},
-                                {"on_device", row.on_device}, {"device_note", row.device_note},
-                                {"verdict", verdict_to_json(row.verdict)}, {"seconds", row.seconds},
-                                {"model", row.model_path}};
-    r["outputs"] = nlohmann::ordered_json::array();
-    for (const auto& m : row.metrics) r["outputs"].push_back(metrics_to_json(m));
-    j["rows"].push_back(std::move(r));
-  }
+  for (const auto& row : report.rows) j["rows"].push_back(preset_result_to_json(row));
   j["recommendation"] = {{"action", report.recommendation.action}, {"reason", report.recommendation.reason}};
   j["candidates"] = report.candidates;
   j["seconds_per_evaluation"] = report.seconds_per_evaluation;
@@ -95,10 +105,7 @@ nlohmann::ordered_json dry_run_to_json(const DryRunReport& report) {
   for (const auto& e : report.explore_estimates) {
     j["explore_estimates"].push_back({{"search", e.search}, {"evaluations", e.evaluations}, {"seconds", e.seconds}});
   }
-  j["runtimes"] = nlohmann::ordered_json::array();
-  for (const auto& trial : report.runtimes) {
-    j["runtimes"].push_back({{"runtime", trial.runtime}, {"model", trial.model}, {"ok", trial.ok}, {"detail", trial.detail}});
-  }
+  j["runtimes"] = runtime_trials_to_json(report.runtimes);
   j["warnings"] = report.warnings;
   return j;
 }

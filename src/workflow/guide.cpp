@@ -18,7 +18,6 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
-#include "mixprec/workflow_report.h"
 
 namespace mixprec {
 namespace {
@@ -406,7 +405,6 @@ class Guide {
   void dry() {
     begin("dry-run");
     DryRunReport r = dry_run({params_.setup, params_.deployment});
-    write_file_atomically(work_file("dry_run.json"), dry_run_to_json(r).dump(2));
     end(std::move(r));
   }
 

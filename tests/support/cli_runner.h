@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,11 @@ struct CliFaults {
 // `exe` defaults to the MIXPREC_EXE path compiled into the test; arguments are passed as-is
 // (no shell).
 CliResult run_cli_at(const std::string& exe, const std::vector<std::string>& args, const CliFaults& faults = {});
+
+// As run_cli_at, and sends `signal` to the process once `ready()` holds (polled every 10 ms
+// while it runs). `sent` says whether the signal went out before the process ended by itself.
+CliResult run_cli_signalled(const std::string& exe, const std::vector<std::string>& args,
+                            const std::function<bool()>& ready, int signal, bool& sent);
 
 }  // namespace mixprec::testing
 

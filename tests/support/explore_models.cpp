@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/metrics.h"
+#include "mixprec/npy.h"
+#include "mixprec/random_data.h"
 #include "support/model_builder.h"
 
 namespace mixprec::testing {
@@ -88,6 +91,25 @@ DataSpec test_evaluation_data() {
   spec.data.random_samples = 32;
   spec.data.seed = 2;
   return spec;
+}
+
+EvaluationSetup test_setup(const std::string& model_path, const std::string& work_dir) {
+  EvaluationSetup setup;
+  setup.model_path = model_path;
+  setup.work_dir = work_dir;
+  setup.calibration = test_calibration_data();
+  setup.evaluation = test_evaluation_data();
+  setup.criterion.target = parse_target("psnr>30");
+  return setup;
+}
+
+std::vector<std::string> write_test_calibration_files(const std::string& dir, int count) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < count; ++i) {
+    paths.push_back(dir + "/calib_" + std::to_string(i) + ".npy");
+    write_npy(paths.back(), random_tensor(DType::kFloat32, {1, 4}, static_cast<uint64_t>(100 + i)));
+  }
+  return paths;
 }
 
 }  // namespace mixprec::testing

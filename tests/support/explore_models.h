@@ -1,6 +1,9 @@
 // Tiny models whose sensitive layers are known by construction, for exploration tests.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <onnx/onnx_pb.h>
 
 #include "mixprec/evaluation.h"
@@ -32,5 +35,13 @@ onnx::ModelProto rotation_chain_model(int stages);
 // 32 evaluation samples (seed 2), disjoint by seed.
 DataSpec test_calibration_data();
 DataSpec test_evaluation_data();
+
+// The setup of a run on one of these models: `model_path`, `work_dir`, the data above and the
+// target PSNR > 30 dB.
+EvaluationSetup test_setup(const std::string& model_path, const std::string& work_dir);
+
+// `count` seeded random [1, 4] samples as dir/calib_<i>.npy (seeds 100, 101, ...), for the CLI's
+// --calibration-data; returns their paths.
+std::vector<std::string> write_test_calibration_files(const std::string& dir, int count = 8);
 
 }  // namespace mixprec::testing
