@@ -2,7 +2,6 @@
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,8 +83,9 @@ Command add_report(CLI::App& app);
 // it records the command's warnings and keeps WORK_DIR/command.json (the command, the model,
 // how it ended, the warnings; the HTML report reads it) up to date, and it writes
 // WORK_DIR/report.html: when it goes out of scope after the command's work; from
-// report_failure() when an error ended the command (main() calls it with the message); and on
-// Ctrl-C or SIGTERM, from a thread that then ends the process (exit 130 or 143). One at a time.
+// report_failure() when an error ended the command (main() calls it with the message), which
+// includes Ctrl-C or SIGTERM: the command stops after the step in progress (exit 130 or 143)
+// and the report shows the run so far. One at a time.
 class WorkDirReport {
  public:
   WorkDirReport(const std::string& command, const std::string& work_dir, const std::string& model);
@@ -94,13 +94,12 @@ class WorkDirReport {
   WorkDirReport& operator=(const WorkDirReport&) = delete;
 
  private:
-  struct Watcher;
   int exceptions_;
   LogSink previous_sink_;
-  std::unique_ptr<Watcher> watcher_;
 };
-// The error that ended the command, for the report of the run so far (no-op without one).
-void report_failure(const std::string& message);
+// The error that ended the command, for the report of the run so far (no-op without one);
+// `stopped`: the command stopped on Ctrl-C / SIGTERM (a kCancelled error).
+void report_failure(const std::string& message, bool stopped = false);
 
 // Flags for sample data that may be pictures: DataFlags plus --preprocess and --image-size.
 struct SampleFlags {

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   } catch (const mixprec::Error& e) {
     note_runtime_messages(verbose);
     std::cerr << (e.kind() == mixprec::ErrorKind::kCancelled ? "mixprec: " : "mixprec: error: ") << e.what() << '\n';
-    report_failure(e.what());
+    report_failure(e.what(), e.kind() == mixprec::ErrorKind::kCancelled);
     return exit_code_for(e.kind());
   } catch (const std::exception& e) {
     std::cerr << "mixprec: internal error: " << e.what() << '\n';

@@ -1,15 +1,12 @@
 // `mixprec report WORK_DIR`, and the report the run commands (explore, guide, dry-run) leave in
 // their work dir however they end: WorkDirReport (common.h).
-#include <pthread.h>
-#include <signal.h>
-
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -18,12 +15,13 @@
 #include "mixprec/html_report.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/stop.h"
 
 namespace mixprec::cli {
 namespace {
 namespace fs = std::filesystem;
 
-// The one run a process reports on. The watcher thread and main() (report_failure) reach it.
+// The one run a process reports on; main() reaches it through report_failure.
 struct ActiveRun {
   std::mutex warnings_mutex;  // guards `warnings` (the log sink runs on any thread)
   std::vector<std::string> warnings;
@@ -64,24 +62,10 @@ void say_where(const std::string& path, const char* what) {
   if (!path.empty()) std::fprintf(stderr, "note: %s %s\n", what, path.c_str());
 }
 
-sigset_t watched_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGUSR2);  // the guard's "stop watching"
-  return set;
-}
-
 }  // namespace
 
-struct WorkDirReport::Watcher {
-  sigset_t previous_mask;
-  std::thread thread;
-};
-
 WorkDirReport::WorkDirReport(const std::string& command, const std::string& work_dir, const std::string& model)
-    : exceptions_(std::uncaught_exceptions()), watcher_(std::make_unique<Watcher>()) {
+    : exceptions_(std::uncaught_exceptions()) {
   ActiveRun& run = active_run();
   run.command = command;
   run.work_dir = fs::absolute(work_dir).lexically_normal().string();
@@ -101,19 +85,8 @@ WorkDirReport::WorkDirReport(const std::string& command, const std::string& work
       std::cerr << "warning: " << message << '\n';
     }
   });
-  // Ctrl-C and SIGTERM go to the watcher thread, blocked everywhere else (threads started later,
-  // ONNX Runtime's, inherit the mask): it writes the report of the run so far, then ends the
-  // process as the signal would have.
-  const sigset_t set = watched_signals();
-  pthread_sigmask(SIG_BLOCK, &set, &watcher_->previous_mask);
-  watcher_->thread = std::thread([set] {
-    int signal_number = 0;
-    if (sigwait(&set, &signal_number) != 0 || signal_number == SIGUSR2) return;
-    std::fprintf(stderr, "\nmixprec: %s: writing the report of the run so far\n",
-                 signal_number == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)");
-    say_where(write_report("interrupted", signal_number == SIGINT ? "Ctrl-C" : "SIGTERM"), "report");
-    std::_Exit(128 + signal_number);
-  });
+  // Ctrl-C and SIGTERM stop the command after the step in progress (mixprec/stop.h): it ends
+  // with a kCancelled error, and report_failure() writes the report of the run so far.
   write_report("running", "");
 }
 
@@ -124,16 +97,20 @@ WorkDirReport::~WorkDirReport() {
   } else {
     say_where(write_report("done", ""), "report");
   }
-  pthread_kill(watcher_->thread.native_handle(), SIGUSR2);
-  watcher_->thread.join();
-  pthread_sigmask(SIG_SETMASK, &watcher_->previous_mask, nullptr);
   set_log_sink(previous_sink_);
 }
 
-void report_failure(const std::string& message) {
+void report_failure(const std::string& message, bool stopped) {
   ActiveRun& run = active_run();
   if (!run.pending_error) return;
   run.pending_error = false;
+  if (stopped) {
+    const char* how = stop_requested() == SIGTERM ? "SIGTERM" : "Ctrl-C";
+    say_where(write_report("interrupted", how),
+              stop_requested() == SIGTERM ? "terminated (SIGTERM): report of the run so far:"
+                                          : "interrupted (Ctrl-C): report of the run so far:");
+    return;
+  }
   say_where(write_report("error", message), "report of the run so far:");
 }
 
