@@ -10,6 +10,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "common/text.h"
 #include "ir/graph_view.h"
 #include "ir/op_traits.h"
 #include "mixprec/analysis.h"
@@ -146,8 +147,7 @@ void fix_input_shapes(onnx::GraphProto* graph, const std::map<std::string, std::
   }
   for (const auto& [name, dims] : input_shapes) {
     if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
-      std::string known;
-      for (const std::string& input : input_names) known += (known.empty() ? "" : ", ") + input;
+      const std::string known = text::join(input_names);
       throw_bad_input(model_path, "input shape given for '" + name + "', which is not a graph input (inputs: " + known + ")");
     }
   }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "analysis/model_graph.h"
+#include "common/text.h"
 
 namespace mixprec::analysis {
 namespace {
@@ -134,8 +135,7 @@ TaskInference infer_task_type(const ModelGraph& graph, const std::vector<TensorI
                                       ", not floating point, and no classification/sequence/detection rule holds"};
     }
   }
-  std::string facts;
-  for (const OutputHead& out : heads) facts += (facts.empty() ? "" : "; ") + describe(out);
+  const std::string facts = text::join_each(heads, describe, "; ");
   return {TaskType::kRegression,
           "every output is a floating-point tensor consumed directly, and no classification/sequence/detection "
           "rule holds: " + facts};

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "common/json_text.h"
+#include "common/text.h"
 #include "config/node_pattern.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
@@ -212,9 +213,7 @@ void append_unknown(const Json& unknown, Json& json) {
 
 template <class Row>
 std::string join_names(std::span<const Row> rows, const char* Row::*name) {
-  std::string joined;
-  for (const Row& row : rows) joined += (joined.empty() ? "" : ", ") + std::string(row.*name);
-  return joined;
+  return text::join_each(rows, [&](const Row& row) { return row.*name; });
 }
 
 void read_value(const Json& json, const Where& at, bool& out) {

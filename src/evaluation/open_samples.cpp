@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "mixprec/error.h"
+#include "common/text.h"
 #include "mixprec/image_source.h"
 #include "mixprec/log.h"
 #include "mixprec/evaluation.h"
@@ -12,9 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string listed(std::span<const std::string_view> extensions) {
-  std::string out;
-  for (auto ext : extensions) out += (out.empty() ? "" : ", ") + std::string(ext);
-  return out;
+  return text::join_each(extensions, [](std::string_view ext) { return ext; });
 }
 
 // Images when any named file is a picture, or a named folder holds pictures and no arrays. A
@@ -59,8 +58,7 @@ std::unique_ptr<SampleSource> open_samples(const DataSpec& spec, const std::vect
   }
   auto preprocess = image_preprocess_preset(preset_name);
   if (!preprocess) {
-    std::string known;
-    for (auto name : image_preprocess_preset_names()) known += (known.empty() ? "" : ", ") + std::string(name);
+    const std::string known = text::join_each(image_preprocess_preset_names(), [](std::string_view name) { return name; });
     throw_bad_input("", "unknown --preprocess '" + preset_name + "' (known: " + known + ")");
   }
   std::vector<InputSpec> resolved = inputs;

@@ -113,10 +113,8 @@ double percent_to_fraction(std::string_view number) {
 }
 
 [[noreturn]] void throw_malformed(const std::string& expr, const std::string& detail) {
-  std::string metrics;
-  for (const MetricTraits& traits : kMetrics) metrics += (metrics.empty() ? "" : ", ") + std::string(traits.name);
-  std::string ops;
-  for (const OpTraits& op : kOps) ops += (ops.empty() ? "" : ", ") + std::string(op.text);
+  const std::string metrics = text::join_each(kMetrics, [](const MetricTraits& traits) { return traits.name; });
+  const std::string ops = text::join_each(kOps, [](const OpTraits& op) { return op.text; });
   throw_bad_input("", "accuracy target '" + expr + "': " + detail + "; expected METRIC OP VALUE with METRIC one of " +
                           metrics + " and OP one of " + ops + " (e.g. \"psnr>30\", \"pass_rate>=99.9%\")");
 }

@@ -666,9 +666,8 @@ Section model_section(const Inputs& in) {
     return {"model", "Model", body};
   }
   const ModelAnalysis& a = *in.analysis;
-  std::string opsets;
-  for (const auto& [domain, version] : a.opsets)
-    opsets += (opsets.empty() ? "" : ", ") + domain + " " + std::to_string(version);
+  const std::string opsets =
+      text::join_each(a.opsets, [](const auto& opset) { return opset.first + " " + std::to_string(opset.second); });
   std::string shape;
   for (const auto& [name, dims] : in.input_shapes) {
     for (int64_t d : dims) shape.append(shape.empty() ? "" : "x").append(std::to_string(d));
@@ -782,9 +781,8 @@ std::string search_settings(const Json& run, const Json& summary) {
   const auto iterations = number(run, "max_iterations").value_or(0);
   rows.emplace_back("max iterations", iterations > 0 ? fixed(iterations, 0) : "min(50, candidates)");
   const Json& data = field(run, "evaluation");
-  std::string d;
   const auto files = strings(field(data, "files"));
-  for (const auto& f : files) d += (d.empty() ? "" : ", ") + esc(f);
+  std::string d = text::join_each(files, [](const std::string& f) { return esc(f); });
   if (files.empty())
     d = fixed(number(data, "random_samples").value_or(0), 0) + " seeded random samples (seed " +
         fixed(number(data, "seed").value_or(0), 0) + ")";

@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
@@ -151,12 +152,6 @@ const ProviderRow* find_provider(const std::string& name) {
   return nullptr;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label,
                                          OrtCustomOpDomain* custom_ops = nullptr, bool large = false) {
   Ort::SessionOptions so;
@@ -173,7 +168,7 @@ Ort::SessionOptions make_session_options(const SessionOptions& options, const st
   if (std::find(available.begin(), available.end(), ort_name) == available.end()) {
     throw Error(ErrorKind::kBadInput, label,
                 "execution provider '" + options.provider + "' is not in this ONNX Runtime build (available: " +
-                    joined(available) + ")");
+                    text::join(available) + ")");
   }
   const ProviderOptions provider_options(options.provider_options.begin(), options.provider_options.end());
   if (row && row->append) {

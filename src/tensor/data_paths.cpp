@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 
 namespace mixprec::data_paths {
@@ -10,9 +11,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string listed(std::span<const std::string_view> extensions) {
-  std::string out;
-  for (auto ext : extensions) out += (out.empty() ? "" : ", ") + std::string(ext);
-  return out;
+  return text::join_each(extensions, [](std::string_view ext) { return ext; });
 }
 
 }  // namespace

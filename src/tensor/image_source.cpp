@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iterator>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 #include "tensor/data_paths.h"
 #include "tensor/image_decode.h"
@@ -116,8 +117,7 @@ bool fits_layout(const Shape& shape, const LayoutRow& layout) {
 // The shape the picture is fed with: batch 1, 3 channels, the preprocess size or the model's.
 Shape image_input_shape(const std::vector<InputSpec>& inputs, const ImagePreprocess& preprocess) {
   if (inputs.size() != 1) {
-    std::string names;
-    for (const auto& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
+    const std::string names = text::join_each(inputs, [](const InputSpec& in) { return in.name; });
     throw_unsupported("", "image folders feed single-image-input models; this model has " +
                               std::to_string(inputs.size()) + " inputs (" + names +
                               "): give .npz files keyed by input name");

@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 #include "tensor/zip.h"
 
@@ -43,12 +44,7 @@ struct NpyHeader {
 };
 
 std::string supported_dtype_names() {
-  std::string names;
-  for (const DTypeTraits& traits : all_dtype_traits()) {
-    names += names.empty() ? "" : ", ";
-    names += traits.name;
-  }
-  return names;
+  return text::join_each(all_dtype_traits(), [](const DTypeTraits& traits) { return traits.name; });
 }
 
 // descr is a byte order ('<' little, '>' big, '|' not applicable, '=' native) and a type code.

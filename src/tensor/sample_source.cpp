@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 #include "mixprec/npy.h"
 #include "mixprec/random_data.h"
@@ -15,9 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string input_names(const std::vector<InputSpec>& inputs) {
-  std::string out;
-  for (const auto& in : inputs) out += (out.empty() ? "" : ", ") + in.name;
-  return out;
+  return text::join_each(inputs, [](const InputSpec& in) { return in.name; });
 }
 
 // Reads one file and orders its arrays as the model inputs.
