@@ -1522,7 +1522,8 @@ Section files_section(const Inputs& in) {
   std::vector<std::pair<std::string, std::string>> entries;  // name, size
   for (const auto& entry : fs::directory_iterator(in.dir)) {
     const std::string name = entry.path().filename().string();
-    if (name == "report.html" || name.find(".tmp-") != std::string::npos) continue;
+    // Hidden files (the work dir's lock) and temporaries are the tool's business, not results.
+    if (name == "report.html" || name.starts_with('.') || name.find(".tmp-") != std::string::npos) continue;
     std::error_code ec;
     if (entry.is_directory(ec)) {
       size_t files = 0;
