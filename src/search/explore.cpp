@@ -179,9 +179,16 @@ class Explorer : public search::SearchObserver {
   }
 
   // --- SearchObserver ----------------------------------------------------------------------
+  // SPEC: the answer is the cheapest assignment that meets the criterion. A search proposes its
+  // best as it goes; a proposal that meets it but is not cheaper than one kept that does (a
+  // bisection's fewer layers with more INT8/float boundaries) does not replace it.
   void on_best(const std::set<std::string>& lifted, const Score& score) override {
+    if (best_.pass && (!score.pass || score.time_vs_bf16 >= best_time_)) return;
     if (score.replayed) {  // the ledger holds no model: rebuilt when the replay ends
       pending_best_ = lifted;
+      best_ = score;
+      best_lifted_ = lifted;
+      best_time_ = score.time_vs_bf16;
       return;
     }
     pending_best_.reset();
@@ -190,6 +197,7 @@ class Explorer : public search::SearchObserver {
 
   void on_step(const ExploreStep& decided, const Score& score, const std::set<std::string>& lifted) override {
     ExploreStep step = decided;
+    step.lifted_layers = best_lifted_.size();  // the kept best (on_best), which may be cheaper than the search's
     step.seconds = score.seconds;
     step.time_vs_bf16 = score.time_vs_bf16;
     step.transitions = score.transitions;
@@ -536,7 +544,17 @@ class Explorer : public search::SearchObserver {
     }
     result_.stop_reason = outcome.stop_reason;
     if (options_.pareto) fill_curve(outcome.order, limits);
+    // The full lift is one of the assignments seen: a mixed answer slower than it loses to it.
+    if (everything.size() <= limits.budget && (limits.time_budget <= 0 || all_lifted.time_vs_bf16 <= limits.time_budget)) {
+      on_best(everything, all_lifted);
+    }
     replay_->finish();
+    if (best_.pass && outcome.best.pass && best_lifted_ != outcome.lifted) {
+      result_.stop_reason += "; kept the cheapest assignment seen that meets it instead: " +
+                             std::to_string(best_lifted_.size()) + " lifted at " + text::fixed(best_time_, 3) +
+                             "x full " + options_.lift + " (the search's: " + std::to_string(outcome.lifted.size()) +
+                             " at " + text::fixed(outcome.best.time_vs_bf16, 3) + "x)";
+    }
     finish();
   }
 

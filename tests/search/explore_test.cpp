@@ -408,8 +408,20 @@ TEST_F(ExploreTest, BisectionReusesTheFullLiftBaselineWhenTheBudgetAllowsEveryLa
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "top 2");
   EXPECT_EQ(r.steps[1].layer, "top 1");
-  EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"mix_1", "mix_2"}));
   EXPECT_EQ(r.evaluations, 4u);  // 2 baselines + 2 steps
+  // SPEC: the answer is the cheapest assignment seen that meets the criterion, full BF16
+  // included; the bisection's fewest layers (the two mix layers) lose when their INT8/float
+  // boundaries cost more than lifting the rest.
+  ASSERT_TRUE(r.final_verdict.pass);
+  for (const auto& step : r.steps) {
+    if (step.meets_criterion) {
+      EXPECT_LE(r.final_time_vs_bf16, step.time_vs_bf16) << step.layer;
+    }
+  }
+  EXPECT_LE(r.final_time_vs_bf16, 1.0);
+  if (r.lifted_layers.size() != 2) {
+    EXPECT_NE(r.stop_reason.find("kept the cheapest"), std::string::npos) << r.stop_reason;
+  }
 }
 
 TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
