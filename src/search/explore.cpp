@@ -549,11 +549,15 @@ class Explorer : public search::SearchObserver {
       on_best(everything, all_lifted);
     }
     replay_->finish();
-    if (best_.pass && outcome.best.pass && best_lifted_ != outcome.lifted) {
-      result_.stop_reason += "; kept the cheapest assignment seen that meets it instead: " +
-                             std::to_string(best_lifted_.size()) + " lifted at " + text::fixed(best_time_, 3) +
-                             "x full " + options_.lift + " (the search's: " + std::to_string(outcome.lifted.size()) +
-                             " at " + text::fixed(outcome.best.time_vs_bf16, 3) + "x)";
+    if (best_.pass && best_lifted_ != outcome.lifted) {
+      const std::string kept = std::to_string(best_lifted_.size()) + " lifted at " + text::fixed(best_time_, 3) +
+                               "x full " + options_.lift;
+      result_.stop_reason += outcome.best.pass ? "; kept the cheapest assignment seen that meets the criterion "
+                                                 "instead: " + kept + " (the search's: " +
+                                                     std::to_string(outcome.lifted.size()) + " at " +
+                                                     text::fixed(outcome.best.time_vs_bf16, 3) + "x)"
+                                               : "; the search's best misses the criterion: kept the cheapest "
+                                                 "assignment seen that meets it, " + kept;
     }
     finish();
   }
