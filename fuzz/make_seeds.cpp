@@ -22,6 +22,7 @@
 #include "mixprec/plan.h"
 #include "support/hostile_inputs.h"
 #include "support/model_builder.h"
+#include "support/spec_example.h"
 #include "tensor/image_decode.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -128,16 +129,7 @@ void config_seeds() {
     write_seed("config", name + ".json", config_to_json(*preset_config(name)).dump(2));
   }
   // SPEC.md's example, which must load as written.
-  write_seed("config", "spec_example.json", R"({ "global_config": { "input_tensors": {"spec": "XInt8Spec", "params": {}},
-      "weight": {"spec": "XInt8Spec", "params": {}}, "bias": {"spec": "XInt8Spec", "params": {}} },
-  "specific_layer_config": [
-    { "target_node_names": ["^/model/head/.*", "/conv1/Conv"],
-      "layer_config": { "input_tensors": {"spec": "BFloat16Spec", "params": {}},
-                        "weight": {"spec": "BFloat16Spec", "params": {}},
-                        "bias":   {"spec": "BFloat16Spec", "params": {}} } } ],
-  "exclude": { "node_names": ["^(/Gather|/Shape_.*)$"], "subgraphs": [] },
-  "extra_options": { "OpTypesToQuantize": ["Conv", "Mul"], "ActivationSymmetric": true,
-                     "UseRandomData": false, "ConvertBNToConv": true, "BF16QDQToCast": true } })");
+  write_seed("config", "spec_example.json", testing::kSpecExample);
   for (const auto& [name, text] : testing::hostile_configs()) write_seed("config", name, text);
 }
 

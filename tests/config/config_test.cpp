@@ -8,6 +8,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "support/model_builder.h"
+#include "support/spec_example.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -21,20 +22,6 @@ using testing::ModelBuilder;
 
 constexpr char kLabel[] = "cfg.json";
 
-// The example of SPEC.md, section "Configuration files", verbatim.
-constexpr char kSpecExample[] = R"json(
-{ "global_config": { "input_tensors": {"spec": "XInt8Spec", "params": {}},
-                     "weight": {"spec": "XInt8Spec", "params": {}},
-                     "bias":   {"spec": "XInt8Spec", "params": {}} },
-  "specific_layer_config": [
-    { "target_node_names": ["^/model/head/.*", "/conv1/Conv"],
-      "layer_config": { "input_tensors": {"spec": "BFloat16Spec", "params": {}},
-                        "weight": {"spec": "BFloat16Spec", "params": {}},
-                        "bias":   {"spec": "BFloat16Spec", "params": {}} } } ],
-  "exclude": { "node_names": ["^(/Gather|/Shape_.*)$"], "subgraphs": [] },
-  "extra_options": { "OpTypesToQuantize": ["Conv", "Mul"], "ActivationSymmetric": true,
-                     "UseRandomData": false, "ConvertBNToConv": true, "BF16QDQToCast": true } }
-)json";
 
 QuantConfig parse(const std::string& text) { return parse_config(Json::parse(text), kLabel); }
 
@@ -110,7 +97,7 @@ class ConfigFileTest : public testing::TempDirTest {
 
 TEST(ConfigJsonTest, SpecExampleLoadsAsWritten) {
   const WarningCollector warnings;
-  const QuantConfig config = parse(kSpecExample);
+  const QuantConfig config = parse(testing::kSpecExample);
 
   EXPECT_TRUE(warnings.warnings().empty());
   EXPECT_EQ(config.global, all_tensors(FormatId::kXInt8));
@@ -143,11 +130,11 @@ TEST(ConfigJsonTest, ReadsParamsAndEveryExtraOption) {
   EXPECT_EQ(config.extra.calib_method, CalibMethod::kPowerOfTwoMinMse);
   EXPECT_EQ(config.extra.num_calib_samples, 8);
   EXPECT_TRUE(config.extra.ort_cpu_fusion);
-  EXPECT_FALSE(parse(kSpecExample).extra.ort_cpu_fusion);  // off unless asked for
+  EXPECT_FALSE(parse(testing::kSpecExample).extra.ort_cpu_fusion);  // off unless asked for
 }
 
 TEST(ConfigJsonTest, WritesTheSameShapeInAStableOrder) {
-  const Json json = config_to_json(parse(kSpecExample));
+  const Json json = config_to_json(parse(testing::kSpecExample));
 
   std::vector<std::string> keys;
   for (const auto& item : json.items()) keys.push_back(item.key());
@@ -239,7 +226,7 @@ TEST_F(ConfigFileTest, UnreadableOrMalformedFiles) {
 
 TEST_F(ConfigFileTest, SaveThenLoadReproducesConfigAndAssignment) {
   const onnx::ModelProto model = head_model();
-  std::vector<QuantConfig> configs = {parse(kSpecExample)};
+  std::vector<QuantConfig> configs = {parse(testing::kSpecExample)};
   for (const std::string& name : preset_names()) configs.push_back(*preset_config(name));
 
   for (const QuantConfig& config : configs) {
@@ -307,7 +294,7 @@ TEST(PresetTest, NamesAreCaseInsensitiveAndUnknownNamesAreNotFound) {
 
 TEST(AssignLayersTest, SpecExampleAssignsEveryNode) {
   const WarningCollector warnings;
-  const std::vector<NodeAssignment> assignments = assign_layers(parse(kSpecExample), head_model(), kLabel);
+  const std::vector<NodeAssignment> assignments = assign_layers(parse(testing::kSpecExample), head_model(), kLabel);
 
   EXPECT_TRUE(warnings.warnings().empty());
   ASSERT_EQ(assignments.size(), 10u);
