@@ -106,8 +106,9 @@ RuntimeTrial try_on_provider(const DeploymentTarget& deployment, const std::stri
 // graph stays close to what was written), the deployment's thread count. The rule lives here.
 SessionOptions accuracy_session(const DeploymentTarget& deployment);
 
-// A digest of the graph's structure (nodes, names, initializer shapes): statistics carry it so
-// a stats file made for another model is refused.
+// A digest of the graph's structure (nodes, names, initializer shapes) and of the "mixprec.*"
+// metadata marks a preparation leaves (CLE's): statistics carry it so a stats file made for
+// another model, or for the same model without equalization, is refused.
 std::string model_fingerprint(const onnx::ModelProto& model);
 
 // `count` sample indices out of `total`, evenly spread and seeded: index k is drawn uniformly

@@ -41,11 +41,15 @@ struct QuantizeReport {
   double calibration_seconds = 0;
   std::string data_description;
   size_t nodes = 0, nodes_integer = 0, nodes_bf16 = 0, nodes_fp16 = 0, nodes_float = 0;
-  PrepareSummary prepare;
+  PrepareSummary prepare;                            // prepare.cle: when CLE ran
+  std::optional<BiasCorrectionSummary> bias_correction;  // when the config asks for it
   RewriteSummary rewrite;
   std::vector<std::string> warnings;
 };
 
+// Algorithms run in this order: CLE while preparing (before statistics are collected or read),
+// then the rewrite, then bias correction on the calibration data (which needs the quantized
+// model) and a second rewrite with the corrected biases.
 QuantizeReport quantize_job(const QuantizeParams& params);
 
 struct DequantizeReport {

@@ -14,6 +14,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "mixprec/algorithms.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
 
@@ -25,23 +26,27 @@ using RankLookup = std::function<std::optional<int64_t>(const std::string&)>;
 // Turns the main graph's Constant nodes into initializers (exporters emit weights that way),
 // names every unnamed node, folds BatchNormalization into the Conv before it when
 // `fold_batchnorm` is set (ConvertBNToConv), and then the per-channel Mul/Div/Add/Sub by
-// constants that follow a Conv when `fold_affine` is set (FoldConvAffine). Calibration, configs and rewrites all work on the prepared model, so
-// tensor and node names agree between them.
+// constants that follow a Conv when `fold_affine` is set (FoldConvAffine), and last equalizes
+// the layers when `cle` is set (IncludeCLE / algo_config "cle": fold, then equalize).
+// Calibration, configs and rewrites all work on the prepared model, so tensor and node names
+// agree between them.
 struct PrepareOptions {
   bool fold_batchnorm = true;
   bool fold_affine = false;  // per-channel Mul/Div/Add/Sub by constants after a Conv
+  std::optional<CleSettings> cle;
 };
 struct PrepareSummary {
   size_t constants_converted = 0;
   size_t named_nodes = 0;
   size_t folded_batchnorms = 0;
   size_t folded_affines = 0;  // Mul/Div/Add/Sub ops folded into a Conv
+  std::optional<EqualizeSummary> cle;  // when CLE ran
 };
 // `model` is taken by value: pass std::move(model) when it is not needed afterwards (a 2 GB
 // model is then rewritten in place instead of copied).
 onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& options, const std::string& label,
                                PrepareSummary* summary = nullptr);
-// The preparation a config asks for: ConvertBNToConv and FoldConvAffine.
+// The preparation a config asks for: ConvertBNToConv, FoldConvAffine and CLE.
 PrepareOptions prepare_options(const QuantConfig& config);
 
 struct QuantizeOptions {

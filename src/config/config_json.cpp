@@ -4,6 +4,7 @@
 // them. Reading walks the JSON object, so every key without a row is seen, warned about and
 // kept (written back after the known keys). TensorQuantSpec is the one hand-written shape:
 // its fields are split between the SPEC object ("spec") and its "params" object.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "common/json_text.h"
 #include "common/text.h"
+#include "config/algorithm_table.h"
 #include "config/node_pattern.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
@@ -76,12 +78,15 @@ struct Schema;
 
 template <>
 struct Schema<QuantConfig> {
-  static constexpr Field<QuantConfig, LayerConfig, std::vector<LayerOverride>, ExcludeConfig, ExtraOptions> kFields[] = {
-      {"global_config", &QuantConfig::global},
-      {"specific_layer_config", &QuantConfig::specific},
-      {"exclude", &QuantConfig::exclude},
-      {"extra_options", &QuantConfig::extra},
-  };
+  static constexpr Field<QuantConfig, LayerConfig, std::vector<LayerOverride>, ExcludeConfig, ExtraOptions,
+                         std::vector<AlgorithmEntry>>
+      kFields[] = {
+          {"global_config", &QuantConfig::global},
+          {"specific_layer_config", &QuantConfig::specific},
+          {"exclude", &QuantConfig::exclude},
+          {"extra_options", &QuantConfig::extra},
+          {"algo_config", &QuantConfig::algorithms},  // written only when not empty (config_to_json)
+      };
   static constexpr auto kUnknown = &QuantConfig::unknown_keys;
   static constexpr Defaults kDefaults = Defaults::kWrite;
 };
@@ -120,7 +125,7 @@ struct Schema<ExcludeConfig> {
 
 template <>
 struct Schema<ExtraOptions> {
-  static constexpr Field<ExtraOptions, std::vector<std::string>, bool, CalibMethod, int64_t> kFields[] = {
+  static constexpr Field<ExtraOptions, std::vector<std::string>, bool, CalibMethod, int64_t, BiasCorrectionMode> kFields[] = {
       {"OpTypesToQuantize", &ExtraOptions::op_types_to_quantize},
       {"ActivationSymmetric", &ExtraOptions::activation_symmetric},
       {"UseRandomData", &ExtraOptions::use_random_data},
@@ -131,6 +136,12 @@ struct Schema<ExtraOptions> {
       {"FoldConvAffine", &ExtraOptions::fold_conv_affine},
       {"CalibMethod", &ExtraOptions::calib_method},
       {"NumCalibSamples", &ExtraOptions::num_calib_samples},
+      {"IncludeCLE", &ExtraOptions::include_cle},
+      {"CLESteps", &ExtraOptions::cle_steps},
+      {"CLEScaleAppendBias", &ExtraOptions::cle_scale_append_bias},
+      {"ReplaceClip6Relu", &ExtraOptions::replace_clip6_relu},
+      {"BiasCorrection", &ExtraOptions::bias_correction},
+      {"BiasCorrectionMode", &ExtraOptions::bias_correction_mode},
   };
   static constexpr auto kUnknown = &ExtraOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kWrite;  // a saved config states every option
@@ -148,9 +159,11 @@ void read_value(const Json& json, const Where& at, int64_t& out);
 void read_value(const Json& json, const Where& at, std::string& out);
 void read_value(const Json& json, const Where& at, FormatId& out);
 void read_value(const Json& json, const Where& at, CalibMethod& out);
+void read_value(const Json& json, const Where& at, BiasCorrectionMode& out);
 void read_value(const Json& json, const Where& at, NodePair& out);
 void read_value(const Json& json, const Where& at, TensorQuantSpec& out);
 void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out);
+void read_value(const Json& json, const Where& at, AlgorithmEntry& out);
 template <class T>
 void read_value(const Json& json, const Where& at, std::optional<T>& out);
 template <class T>
@@ -163,8 +176,10 @@ Json to_json_value(int64_t value);
 Json to_json_value(const std::string& value);
 Json to_json_value(FormatId value);
 Json to_json_value(CalibMethod value);
+Json to_json_value(BiasCorrectionMode value);
 Json to_json_value(const NodePair& value);
 Json to_json_value(const TensorQuantSpec& value);
+Json to_json_value(const AlgorithmEntry& value);
 template <class T>
 Json to_json_value(const std::optional<T>& value);
 template <class T>
@@ -255,6 +270,14 @@ void read_value(const Json& json, const Where& at, CalibMethod& out) {
   out = *method;
 }
 
+void read_value(const Json& json, const Where& at, BiasCorrectionMode& out) {
+  std::string name;
+  read_value(json, at, name);
+  const auto mode = bias_correction_mode_names().from_name(name);
+  if (!mode) at.fail("names an unknown bias correction mode \"" + name + "\" (known: " + bias_correction_mode_names().list() + ")");
+  out = *mode;
+}
+
 void read_value(const Json& json, const Where& at, NodePair& out) {
   if (!json.is_array() || json.size() != 2 || !json[0].is_string() || !json[1].is_string()) {
     at.fail("must be a [start, end] pair of node names");
@@ -284,6 +307,43 @@ void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& o
   read_value<LayerOverride>(json, at, out);
 }
 
+void check_cle_steps(int64_t steps, const Where& at) {
+  if (steps < 1 && steps != -1) at.fail("must be at least 1, or -1 (until the weights stop changing)");
+}
+
+void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
+  if (!json.is_object()) at.fail("must be an object {\"name\": \"cle\", ...}");
+  if (!json.contains("name")) at.fail("must name an algorithm (\"name\": \"cle\")");
+  read_value(json["name"], at / "name", out.name);
+  const config::AlgorithmRow* row = config::find_algorithm(out.name);
+  const std::string known = text::join(algorithm_names());
+  if (!row) (at / "name").fail("names an unknown algorithm \"" + out.name + "\" (known: " + known + ")");
+  if (!row->implemented) {
+    (at / "name").fail("names \"" + out.name + "\", which mixprec does not implement yet (implemented: " + known + ")");
+  }
+  for (const auto& item : json.items()) {
+    if (item.key() == "name") continue;
+    if (std::ranges::find(row->parameters, std::string_view(item.key())) == row->parameters.end()) {
+      std::vector<std::string> params(row->parameters.begin(), row->parameters.end());
+      (at / item.key()).fail("is not a parameter of " + out.name +
+                             (params.empty() ? " (it takes none)" : " (known: " + text::join(params) + ")"));
+    }
+    if (item.key() == "cle_steps") {
+      read_value(item.value(), at / item.key(), out.cle_steps.emplace());
+      check_cle_steps(*out.cle_steps, at / item.key());
+    } else if (item.key() == "mode") {
+      read_value(item.value(), at / item.key(), out.mode.emplace());
+    }
+  }
+}
+
+Json to_json_value(const AlgorithmEntry& value) {
+  Json json = {{"name", value.name}};
+  if (value.cle_steps) json["cle_steps"] = *value.cle_steps;
+  if (value.mode) json["mode"] = to_json_value(*value.mode);
+  return json;
+}
+
 template <class T>
 void read_value(const Json& json, const Where& at, std::optional<T>& out) {
   if (json.is_null()) {
@@ -310,6 +370,7 @@ Json to_json_value(int64_t value) { return value; }
 Json to_json_value(const std::string& value) { return value; }
 Json to_json_value(FormatId value) { return format_traits(value).spec_name; }
 Json to_json_value(CalibMethod value) { return calib_method_traits(value).name; }
+Json to_json_value(BiasCorrectionMode value) { return bias_correction_mode_names().name(value); }
 Json to_json_value(const NodePair& value) { return Json::array({value.first, value.second}); }
 
 Json to_json_value(const TensorQuantSpec& value) {
@@ -347,6 +408,19 @@ QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
   QuantConfig config;
   read_value(json, Where(label, ""), config);
   if (config.extra.num_calib_samples < 1) throw_bad_input(label, "extra_options.NumCalibSamples must be at least 1");
+  check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
+  for (size_t i = 0; i < config.algorithms.size(); ++i) {
+    const AlgorithmEntry& entry = config.algorithms[i];
+    const Where at = Where(label, "algo_config")[i];
+    const bool repeated = std::count_if(config.algorithms.begin(), config.algorithms.begin() + static_cast<std::ptrdiff_t>(i),
+                                        [&](const AlgorithmEntry& e) { return e.name == entry.name; }) > 0;
+    if (repeated) at.fail("lists " + entry.name + " a second time");
+    // Two places may state the steps; differing values are a conflict, not a silent choice.
+    if (entry.cle_steps && config.extra.cle_steps != ExtraOptions{}.cle_steps && *entry.cle_steps != config.extra.cle_steps) {
+      (at / "cle_steps").fail("is " + std::to_string(*entry.cle_steps) + " but extra_options.CLESteps is " +
+                              std::to_string(config.extra.cle_steps) + ": state the steps once");
+    }
+  }
   selection::compile_patterns(config, label);  // an invalid regex fails here, at load time
   return config;
 }
@@ -356,7 +430,11 @@ QuantConfig load_config(const std::string& path) {
   return json_text::with_json_errors(path, "a config", [&] { return parse_config(json, path); });
 }
 
-nlohmann::ordered_json config_to_json(const QuantConfig& config) { return to_json_value(config); }
+nlohmann::ordered_json config_to_json(const QuantConfig& config) {
+  Json json = to_json_value(config);
+  if (config.algorithms.empty()) json.erase("algo_config");  // configs without algorithms keep their shape
+  return json;
+}
 
 void save_config(const QuantConfig& config, const std::string& path) {
   write_file_atomically(path, config_to_json(config).dump(2) + "\n");

@@ -66,6 +66,13 @@ std::string model_fingerprint(const onnx::ModelProto& model) {
     digest.add(init.name());
     for (int64_t d : init.dims()) digest.add(std::to_string(d));
   }
+  // Marks the preparation leaves when it changes values but not structure (algorithms/: CLE).
+  for (const auto& prop : model.metadata_props()) {
+    if (prop.key().starts_with("mixprec.")) {
+      digest.add(prop.key());
+      digest.add(prop.value());
+    }
+  }
   return digest.hex();
 }
 

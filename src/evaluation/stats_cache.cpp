@@ -12,7 +12,9 @@
 namespace mixprec {
 
 PrepareOptions calibration_preparation(PrepareOptions prepare) {
-  prepare.fold_affine = false;
+  // CLE's scales depend on what was folded before it, so an equalized model is calibrated as
+  // prepared (its own statistics file, which its fingerprint tells apart).
+  if (!prepare.cle) prepare.fold_affine = false;
   return prepare;
 }
 

@@ -13,6 +13,7 @@
 #include "evaluation/exposure.h"
 #include "evaluation/stats_cache.h"
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/rewrite.h"
 
@@ -42,7 +43,11 @@ void Workbench::load_or_calibrate(onnx::ModelProto model) {
   const std::string& label = setup_.model_path;
   if (!setup_.work_dir.empty() && !options_.stats_file.empty()) {
     std::filesystem::create_directories(setup_.work_dir);
-    stats_path_ = (std::filesystem::path(setup_.work_dir) / options_.stats_file).string();
+    // An equalized model has statistics of its own (stats_cache.h): its own file, so one work
+    // dir serves runs with and without CLE.
+    std::filesystem::path file = options_.stats_file;
+    if (options_.prepare.cle) file = file.stem().string() + ".cle" + file.extension().string();
+    stats_path_ = (std::filesystem::path(setup_.work_dir) / file).string();
   }
   const PrepareOptions calibration = calibration_preparation(options_.prepare);
   // The calibration graph is kept for statistics a later config reads (add_missing_stats); it
@@ -300,6 +305,11 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
 }
 
 onnx::ModelProto Workbench::build(const QuantConfig& config) {
+  if (algorithm_recipe(config).bias_correction && !warned_bias_correction_) {
+    warned_bias_correction_ = true;
+    log_warning(setup_.model_path + ": bias_correction runs in quantize (and quantize --plan) only; this evaluation "
+                                    "is without it");
+  }
   const std::set<std::string> read = tensors_read(config, prepared_, setup_.model_path);
   if (add_missing_stats(calibration_graph(), setup_, stats_request(), {read.begin(), read.end()}, stats_)) {
     ranks_ = rank_table(prepared_, setup_.model_path, stats_);

@@ -144,6 +144,7 @@ class Workbench {
   std::unique_ptr<SampleStore> samples_;  // evaluation inputs and FP32 references
   std::string data_description_;
   size_t evaluations_ = 0;
+  bool warned_bias_correction_ = false;  // build() says once that it does not run it
   std::optional<MacEstimate> macs_;
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;  // by device name
   std::map<std::string, double> full_bf16_time_;                   // by device name

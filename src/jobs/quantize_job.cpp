@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "evaluation/stats_cache.h"
+#include "mixprec/algorithms.h"
 #include "mixprec/error.h"
 #include "mixprec/jobs.h"
 #include "mixprec/log.h"
@@ -165,6 +166,10 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     }
   }
   const std::map<std::string, int64_t> ranks = rank_table(prepared, label, stats, rank_sample ? &*rank_sample : nullptr);
+  const std::optional<BiasCorrectionMode> correct_biases = algorithm_recipe(config).bias_correction;
+  // Bias correction rewrites the prepared model again: keep it then.
+  std::optional<onnx::ModelProto> kept;
+  if (correct_biases && needs_stats) kept = prepared;
   onnx::ModelProto quantized;
   try {
     quantized = quantize_model(std::move(prepared), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
@@ -173,6 +178,29 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     throw Error(e.kind(), e.file(),
                 e.message() + "; give --calibration-data or --input-shape so mixprec can run the model once and "
                               "learn the ranks");
+  }
+  if (correct_biases) {
+    BiasCorrectionSummary& bc = report.bias_correction.emplace();
+    if (!kept) {
+      bc.notes.push_back("bias_correction: no node has integer activations: nothing corrected");
+    } else {
+      const DataSpec data = calibration_data(params.setup, static_cast<size_t>(config.extra.num_calib_samples));
+      const auto source = [&] {
+        const Session probe = Session::from_model(quantized, label, session);
+        return open_samples(data, probe.inputs(), label);
+      }();
+      const std::vector<size_t> subset =
+          spread_subset(source->size(), static_cast<size_t>(config.extra.num_calib_samples), data.data.seed);
+      const RewriteFn rewrite = [&](const onnx::ModelProto& candidate) {
+        return quantize_model(candidate, assignment, stats, options, label, rank_lookup(ranks));
+      };
+      bc = correct_bias(*kept, rewrite, *source, {.mode = *correct_biases, .session = session, .samples = subset}, label);
+      if (bc.layers > 0) {
+        report.rewrite = {};
+        quantized = quantize_model(std::move(*kept), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
+      }
+    }
+    kept.reset();
   }
   // ONNX Runtime is the judge of validity: nothing is written unless it loads the result, on
   // CPU and on the deployment's provider.

@@ -33,8 +33,8 @@ using enum CalibMethod;
 
 constexpr AlgorithmTraits kAlgorithms[] = {
     {"fold_batchnorm", true, "fold BatchNormalization into the preceding Conv/Gemm (ConvertBNToConv)"},
-    {"cle", false, "cross-layer equalization: rescale consecutive layers' channels to even out weight ranges"},
-    {"bias_correction", false, "correct the mean shift quantization adds to each layer's output"},
+    {"cle", true, "cross-layer equalization: rescale consecutive layers' channels to even out weight ranges"},
+    {"bias_correction", true, "correct the mean shift quantization adds to each layer's output"},
     {"adaround", false, "learn each weight's rounding direction on calibration data"},
     {"smoothquant", false, "move activation outliers into the weights of the following MatMul"},
     {"gptq", false, "quantize weights column by column, compensating the error with second-order information"},
@@ -283,6 +283,11 @@ class Planner {
       plan_.algorithms.emplace_back("fold_batchnorm");
       reasons.emplace_back("the model has BatchNormalization nodes: folded into their Conv before quantizing");
     }
+    if (params_.target == kNpuCnn && plan_.architecture == Architecture::kCnn) {
+      plan_.algorithms.emplace_back("cle");
+      reasons.emplace_back("npu_cnn quantizes weights per tensor: cross-layer equalization evens the channel ranges "
+                           "first (XINT8 on the PP-OCR detector and classifier: +0.6 dB PSNR each)");
+    }
     for (const std::string& requested : params_.algorithms) {
       const auto row = std::ranges::find_if(kAlgorithms, [&](const AlgorithmTraits& a) { return requested == a.name; });
       if (row == std::end(kAlgorithms)) {
@@ -379,6 +384,10 @@ class Planner {
     config.extra.convert_bn_to_conv = std::ranges::find(plan_.algorithms, "fold_batchnorm") != plan_.algorithms.end();
     config.extra.op_types_to_quantize = plan_.include_op_types;
     for (const auto& name : plan_.exclude_node_names) config.exclude.node_names.push_back(exact_regex(name));
+    // The algorithms stage's entries, in the order they run (fold_batchnorm is ConvertBNToConv above).
+    for (const std::string& name : algorithm_names()) {
+      if (std::ranges::find(plan_.algorithms, name) != plan_.algorithms.end()) config.algorithms.push_back({.name = name});
+    }
     if (!plan_.higher_precision_nodes.empty()) {
       LayerOverride bf16;
       bf16.target_node_names = plan_.higher_precision_nodes;

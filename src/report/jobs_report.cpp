@@ -44,6 +44,19 @@ std::string quantize_text(const QuantizeReport& r) {
   } else if (r.stats_reused) {
     out << "calibration  reused " << r.stats_path << " (" << r.calibration_samples << " samples)\n";
   }
+  if (const auto& cle = r.prepare.cle) {
+    out << "cle          " << cle->pairs << " layer pairs equalized, " << cle->steps << " step" << (cle->steps == 1 ? "" : "s")
+        << ", last change " << general(cle->last_change);
+    if (cle->clip6_replaced) out << ", " << cle->clip6_replaced << " Clip(0,6) made Relu";
+    out << ", " << fixed(cle->seconds) << " s\n";
+    for (const auto& note : cle->notes) out << "note         " << note << "\n";
+  }
+  if (const auto& bc = r.bias_correction) {
+    out << "bias corr.   " << bc->layers << " biases corrected (mode " << bias_correction_mode_names().name(bc->mode) << ") in " << bc->levels << " levels on " << bc->samples
+        << " samples, mean |shift| "
+        << general(bc->mean_abs_shift) << ", " << bc->damped_channels << " channels damped, " << fixed(bc->seconds) << " s\n";
+    for (const auto& note : bc->notes) out << "note         " << note << "\n";
+  }
   for (const auto& note : r.rewrite.notes) out << "note         " << note << "\n";
   return out.str();
 }

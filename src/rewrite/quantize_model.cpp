@@ -1,5 +1,6 @@
 // The pass order, in one place.
 //   prepare_model:  Constant nodes → initializers → name nodes → fold BatchNormalization into Conv
+//                   → (FoldConvAffine) fold per-channel Mul/Add into Conv → (CLE) equalize layers
 //   quantize_model: insert Q/DQ and cast pairs → (OrtCpuFusion) place them for ONNX Runtime's
 //                   CPU fusions → raise the opset as far as the formats need
 #include <algorithm>
@@ -27,11 +28,14 @@ onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& opt
   s.named_nodes = ensure_node_names(out);
   if (options.fold_batchnorm) s.folded_batchnorms = rewrite::fold_batchnorm(out, label);
   if (options.fold_affine) s.folded_affines = rewrite::fold_affine(out, label);
+  if (options.cle) s.cle = equalize_layers(out, *options.cle, label);
   return out;
 }
 
 PrepareOptions prepare_options(const QuantConfig& config) {
-  return {.fold_batchnorm = config.extra.convert_bn_to_conv, .fold_affine = config.extra.fold_conv_affine};
+  return {.fold_batchnorm = config.extra.convert_bn_to_conv,
+          .fold_affine = config.extra.fold_conv_affine,
+          .cle = algorithm_recipe(config).cle};
 }
 
 QuantizeOptions quantize_options(const QuantConfig& config) {

@@ -169,6 +169,52 @@ TEST(ConfigJsonTest, WrongShapesAndTypesNameTheFileAndTheKey) {
   for (const auto& [text, expected] : cases) EXPECT_PRED2(contains, parse_error(text), expected) << text;
 }
 
+TEST(ConfigJsonTest, AlgoConfigAndQuarkExtraOptionsGiveOneRecipe) {
+  const QuantConfig listed = parse(R"({"algo_config": [{"name": "cle", "cle_steps": 3}, {"name": "bias_correction"}]})");
+  ASSERT_EQ(listed.algorithms.size(), 2u);
+  EXPECT_EQ(listed.algorithms[0], (AlgorithmEntry{.name = "cle", .cle_steps = 3}));
+  const AlgorithmRecipe recipe = algorithm_recipe(listed);
+  ASSERT_TRUE(recipe.cle);
+  EXPECT_EQ(recipe.cle->steps, 3);
+  EXPECT_EQ(recipe.bias_correction, BiasCorrectionMode::kLayer);  // the default
+  EXPECT_EQ(recipe.names(), (std::vector<std::string>{"cle", "bias_correction"}));
+  EXPECT_EQ(parse_config(config_to_json(listed), kLabel), listed);  // round trip
+
+  const QuantConfig extra = parse(R"({"extra_options": {"IncludeCLE": true, "CLESteps": -1, "ReplaceClip6Relu": true,
+                                                         "CLEScaleAppendBias": false, "BiasCorrection": true}})");
+  const AlgorithmRecipe same = algorithm_recipe(extra);
+  EXPECT_EQ(same.cle, (CleSettings{.steps = -1, .scale_append_bias = false, .replace_clip6_relu = true}));
+  EXPECT_EQ(same.bias_correction, BiasCorrectionMode::kLayer);
+  EXPECT_EQ(parse_config(config_to_json(extra), kLabel), extra);
+  const QuantConfig layer = parse(R"({"algo_config": [{"name": "bias_correction", "mode": "model"}]})");
+  EXPECT_EQ(algorithm_recipe(layer).bias_correction, BiasCorrectionMode::kModel);
+  EXPECT_EQ(parse_config(config_to_json(layer), kLabel), layer);
+
+  // Nothing asked: nothing runs, and the saved config has no algo_config key.
+  EXPECT_TRUE(algorithm_recipe(parse(testing::kSpecExample)).empty());
+  EXPECT_FALSE(config_to_json(parse(testing::kSpecExample)).contains("algo_config"));
+}
+
+TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"algo_config": [{"name": "magic"}]})",
+       "algo_config[0].name names an unknown algorithm \"magic\" (known: cle, bias_correction)"},
+      {R"({"algo_config": [{"name": "adaround"}]})", "\"adaround\", which mixprec does not implement yet"},
+      {R"({"algo_config": [{"name": "cle", "num_iterations": 3}]})",
+       "algo_config[0].num_iterations is not a parameter of cle (known: cle_steps)"},
+      {R"({"algo_config": [{"name": "bias_correction", "cle_steps": 3}]})", "is not a parameter of bias_correction"},
+      {R"({"algo_config": [{"name": "bias_correction", "mode": "exact"}]})",
+       "algo_config[0].mode names an unknown bias correction mode \"exact\" (known: model, layer)"},
+      {R"({"algo_config": [{"name": "cle", "cle_steps": 0}]})", "algo_config[0].cle_steps must be at least 1, or -1"},
+      {R"({"algo_config": [{"cle_steps": 1}]})", "algo_config[0] must name an algorithm"},
+      {R"({"algo_config": [{"name": "cle"}, {"name": "cle"}]})", "algo_config[1] lists cle a second time"},
+      {R"({"algo_config": [{"name": "cle", "cle_steps": 2}], "extra_options": {"CLESteps": 3}})",
+       "algo_config[0].cle_steps is 2 but extra_options.CLESteps is 3"},
+      {R"({"extra_options": {"CLESteps": -2}})", "extra_options.CLESteps must be at least 1, or -1"},
+  };
+  for (const auto& [text, expected] : cases) EXPECT_PRED2(contains, parse_error(text), expected) << text;
+}
+
 TEST(ConfigJsonTest, UnknownSpecIsAnErrorListingTheKnownSpecs) {
   const std::string message = parse_error(R"({"global_config": {"weight": {"spec": "Int9Spec", "params": {}}}})");
   EXPECT_PRED2(contains, message, "cfg.json: global_config.weight.spec names an unknown spec \"Int9Spec\"");

@@ -39,7 +39,11 @@ TEST_F(PlanRealModel, EveryModelAndTargetGivesASchemaValidPlan) {
       EXPECT_EQ(plan.architecture, c.architecture);
       EXPECT_EQ(plan.task, c.task);
       EXPECT_FALSE(plan.requires_confirmation);
-      EXPECT_EQ(plan.algorithms, std::vector<std::string>{"fold_batchnorm"});  // all three have BatchNormalization
+      // All three have BatchNormalization; npu_cnn equalizes CNNs (the recognizer is a hybrid).
+      const bool cle = std::string(target) == "npu_cnn" && c.architecture == Architecture::kCnn;
+      EXPECT_EQ(plan.algorithms, (cle ? std::vector<std::string>{"fold_batchnorm", "cle"}
+                                      : std::vector<std::string>{"fold_batchnorm"}));
+      EXPECT_EQ(plan.config.algorithms.size(), cle ? 1u : 0u);
       const bool npu = std::string(target).starts_with("npu");
       EXPECT_EQ(plan.preset, npu ? "XINT8" : std::string(target) == "cpu" ? "U8S8" : "A8W8");
       // Only the transformer target keeps the hybrid's attention MatMuls in BF16; cpu/cuda keep them float.

@@ -172,15 +172,25 @@ TEST_F(PlanTest, AlgorithmRisks) {
   p.algorithms = {"cle"};
   const QuantPlan cle = make_plan(p);
   EXPECT_TRUE(has_risk(cle, "high", "cle on a transformer"));
-  EXPECT_TRUE(has_risk(cle, "high", "cle is not implemented"));
-  EXPECT_NE(plan_blocker(cle).value_or("").find("'cle'"), std::string::npos);
+  EXPECT_FALSE(has_risk(cle, "high", "cle is not implemented"));
+  EXPECT_FALSE(plan_blocker(cle).has_value());  // implemented: quantize --plan runs it
+  EXPECT_EQ(cle.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
   EXPECT_FALSE(has_risk(cle, "medium", "algorithms ("));
+  p.algorithms = {"adaround"};
+  const QuantPlan adaround = make_plan(p);
+  EXPECT_TRUE(has_risk(adaround, "high", "adaround is not implemented"));
+  EXPECT_NE(plan_blocker(adaround).value_or("").find("'adaround'"), std::string::npos);
 
   PlanParams cnn = params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kCpu);
   cnn.algorithms = {"cle"};
   EXPECT_FALSE(has_risk(make_plan(cnn), "high", "cle on a"));
   cnn.algorithms = {"cle", "bias_correction", "adaround"};
   EXPECT_TRUE(has_risk(make_plan(cnn), "medium", "3 algorithms (cle, bias_correction, adaround)"));
+  // npu_cnn (per-tensor int8 weights) equalizes a CNN by default, and quantize --plan runs it.
+  const QuantPlan npu = make_plan(params(save(testing::conv_chain(2), "npu.onnx"), PlanTarget::kNpuCnn));
+  EXPECT_EQ(npu.algorithms, (std::vector<std::string>{"cle"}));
+  EXPECT_EQ(npu.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
+  EXPECT_FALSE(plan_blocker(npu).has_value());
   cnn.algorithms = {"magic"};
   EXPECT_NE(error_of(cnn).find("unknown --algorithm 'magic'"), std::string::npos);
 }

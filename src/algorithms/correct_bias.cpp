@@ -1,0 +1,373 @@
+// correct_bias: empirical bias correction (Nagel et al. 2019, section 4.2) of Conv and Gemm.
+//
+//   Before:  prepared:  x → Conv(W, b) → y            quantized = rewrite(prepared):  ... → Conv(DQ(Wq), b') → y'
+//   After:   prepared:  x → Conv(W, b + d) → y,
+//            d[k] = mean over samples, batch and spatial axes of (y - y')[:, k, ...], where y is
+//            the float model's output and y' the quantized model's with every upstream layer
+//            already corrected; limited to |d[k]| <= max(|b[k]|, std(y[:, k])).
+//
+// That is mode kModel. Layers are corrected level by level in data-flow order (level = the
+// number of corrected layers on the longest path above a layer; layers of one level do not
+// feed each other), each level's pass running only the part of the model above it: one
+// rewrite and one pass over the samples per level, so a layer's shift is measured on the
+// quantized upstream as it will be, and what an upstream layer's correction already fixed is
+// not corrected twice. The shift includes what the quantized activation ops between layers
+// (Mul, Add, pooling, ...) add, which only the next biases can take back. The float outputs'
+// channel means are measured once. The limit damps a correction that is large against both the
+// bias and the channel's own spread (a sign the mean was measured on too little data); limited
+// channels are counted. A Conv/Gemm without bias gets one; a shared bias initializer is left
+// alone, with a note.
+//
+// Mode kLayer measures each layer alone: a float twin of the layer (its float W and b) reads
+// the tensor the quantized layer's input Q reads, and d[k] is the mean of (twin - quantized
+// layer). One rewrite and one pass for every layer; the shifts of the quantized activation ops
+// between layers are left alone.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "common/timing.h"
+#include "ir/graph_view.h"
+#include "ir/node_builder.h"
+#include "mixprec/algorithms.h"
+#include "mixprec/tensor_proto.h"
+
+namespace mixprec {
+namespace {
+
+struct Site {
+  std::string node;    // name, in both models
+  std::string output;  // the layer's output tensor in the prepared model
+  int64_t channels = 0;
+  size_t level = 0;
+};
+
+// Per-channel sums over samples, batch and spatial positions.
+struct ChannelMoments {
+  std::vector<double> sum;
+  std::vector<double> squares;
+  double count = 0;  // elements per channel
+
+  void add(const Tensor& t, int64_t channels) {
+    const auto& shape = t.shape();
+    if (t.dtype() != DType::kFloat32 || shape.size() < 2 || shape[1] != channels) return;
+    if (sum.empty()) {
+      sum.assign(static_cast<size_t>(channels), 0.0);
+      squares.assign(static_cast<size_t>(channels), 0.0);
+    }
+    int64_t inner = 1;
+    for (size_t d = 2; d < shape.size(); ++d) inner *= shape[d];
+    const auto v = t.as<float>();
+    for (int64_t n = 0; n < shape[0]; ++n) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const size_t base = static_cast<size_t>((n * channels + c) * inner);
+        double s = 0;
+        double q = 0;
+        for (int64_t i = 0; i < inner; ++i) {
+          const double x = v[base + static_cast<size_t>(i)];
+          s += x;
+          q += x * x;
+        }
+        sum[static_cast<size_t>(c)] += s;
+        squares[static_cast<size_t>(c)] += q;
+      }
+    }
+    count += static_cast<double>(shape[0] * inner);
+  }
+  double mean(size_t c) const { return count > 0 ? sum[c] / count : 0.0; }
+  double spread(size_t c) const {
+    if (count == 0) return 0;
+    const double m = mean(c);
+    return std::sqrt(std::max(0.0, squares[c] / count - m * m));
+  }
+};
+
+// The tensor a (possibly Q/DQ-wrapped) input reads before quantization.
+std::string unquantized(const ir::GraphView& view, const std::string& name) {
+  const auto dq = view.producer(name);
+  if (!dq || view.node(*dq).op_type() != "DequantizeLinear") return name;
+  const auto q = view.producer(view.node(*dq).input(0));
+  if (!q || view.node(*q).op_type() != "QuantizeLinear") return name;
+  return view.node(*q).input(0);
+}
+
+bool produced_by_dq(const ir::GraphView& view, const std::string& name) {
+  const auto p = view.producer(name);
+  return p && view.node(*p).op_type() == "DequantizeLinear";
+}
+
+int64_t output_channels(const onnx::NodeProto& node, const onnx::TensorProto& weight) {
+  if (node.op_type() == "Conv") return weight.dims(0);
+  const bool trans_b = ir::int_attribute(node, "transB").value_or(0) != 0;
+  return trans_b ? weight.dims(0) : weight.dims(1);
+}
+
+// The layers to correct: Conv/Gemm of `prepared` with float initializer weights (and a private
+// bias, if any) that `quantized` quantizes (an input read through DequantizeLinear), with
+// their levels.
+std::vector<Site> find_sites(const onnx::ModelProto& prepared, const onnx::ModelProto& quantized,
+                             const std::string& label, std::vector<std::string>& notes) {
+  const ir::GraphView qview(quantized.graph(), label);
+  std::map<std::string, bool> quantized_nodes;
+  for (size_t i = 0; i < qview.node_count(); ++i) {
+    const onnx::NodeProto& n = qview.node(i);
+    if (n.input_size() >= 2) {
+      quantized_nodes[n.name()] = produced_by_dq(qview, n.input(0)) || produced_by_dq(qview, n.input(1));
+    }
+  }
+  const ir::GraphView view(prepared.graph(), label);
+  std::vector<Site> sites;
+  std::vector<size_t> level_of(view.node_count(), 0);  // corrected layers strictly above, +1 for own
+  for (size_t index : view.topological_order()) {
+    const onnx::NodeProto& node = view.node(index);
+    size_t above = 0;
+    for (const auto& in : node.input()) {
+      if (const auto p = view.producer(in)) above = std::max(above, level_of[*p]);
+    }
+    level_of[index] = above;
+    if ((node.op_type() != "Conv" && node.op_type() != "Gemm") || !node.domain().empty() || node.input_size() < 2 ||
+        node.output_size() != 1 || node.name().empty()) {
+      continue;
+    }
+    const onnx::TensorProto* weight = view.initializer(node.input(1));
+    const auto q = quantized_nodes.find(node.name());
+    if (!weight || weight->data_type() != onnx::TensorProto::FLOAT || weight->dims_size() < 2 ||
+        q == quantized_nodes.end() || !q->second) {
+      continue;
+    }
+    const bool has_bias = node.input_size() >= 3 && !node.input(2).empty();
+    if (has_bias && (!view.initializer(node.input(2)) || view.consumers(node.input(2)).size() != 1)) {
+      notes.push_back("bias_correction: " + node.name() + " skipped (its bias is shared or computed)");
+      continue;
+    }
+    sites.push_back({.node = node.name(), .output = node.output(0), .channels = output_channels(node, *weight), .level = above});
+    level_of[index] = above + 1;
+  }
+  return sites;
+}
+
+// Adds `shift` (damped) to the bias of node `name` in `model`; creates the bias when absent.
+void add_to_bias(onnx::ModelProto& model, const std::string& name, const std::vector<double>& shift,
+                 const ChannelMoments& reference, const std::string& label, BiasCorrectionSummary& summary) {
+  onnx::GraphProto& graph = *model.mutable_graph();
+  onnx::NodeProto* node = nullptr;
+  for (auto& n : *graph.mutable_node()) {
+    if (n.name() == name) node = &n;
+  }
+  if (!node) return;
+  const size_t channels = shift.size();
+  onnx::TensorProto* proto = nullptr;
+  if (node->input_size() >= 3 && !node->input(2).empty()) {
+    for (auto& init : *graph.mutable_initializer()) {
+      if (init.name() == node->input(2)) proto = &init;
+    }
+    if (!proto) return;
+  }
+  std::vector<float> bias = proto ? tensor_from_proto(*proto, label).to_floats() : std::vector<float>(channels, 0.0f);
+  if (bias.size() != channels) return;
+  for (size_t c = 0; c < channels; ++c) {
+    const double limit = std::max(std::fabs(static_cast<double>(bias[c])), reference.spread(c));
+    const double applied = std::clamp(shift[c], -limit, limit);
+    if (applied != shift[c]) ++summary.damped_channels;
+    bias[c] = static_cast<float>(bias[c] + applied);
+  }
+  if (proto) {
+    const std::vector<int64_t> dims(proto->dims().begin(), proto->dims().end());
+    *proto = tensor_to_proto(Tensor::from_floats(dims, bias), proto->name());
+  } else {
+    const std::string bias_name = ir::NameAllocator(model).fresh(name + "_corrected_bias");
+    *graph.add_initializer() = tensor_to_proto(Tensor::from_floats({static_cast<int64_t>(channels)}, bias), bias_name);
+    while (node->input_size() < 2) node->add_input("");
+    node->add_input(bias_name);
+  }
+}
+
+// `model` cut down to what computes `outputs` (a level's pass need not run the layers below
+// it): the nodes they depend on, the initializers those read, `outputs` as the only graph
+// outputs. A model with subgraphs is kept whole (implicit inputs are not traced here).
+onnx::ModelProto upstream_of(onnx::ModelProto model, const std::vector<std::string>& outputs, const std::string& label) {
+  std::vector<bool> keep;
+  {
+    const ir::GraphView view(model.graph(), label);
+    for (size_t i = 0; i < view.node_count(); ++i) {
+      if (!view.subgraphs(i).empty()) return model;
+    }
+    keep.assign(view.node_count(), false);
+    std::vector<std::string> pending(outputs.begin(), outputs.end());
+    while (!pending.empty()) {
+      const std::string name = std::move(pending.back());
+      pending.pop_back();
+      const auto p = view.producer(name);
+      if (!p || keep[*p]) continue;
+      keep[*p] = true;
+      for (const auto& in : view.node(*p).input()) {
+        if (!in.empty()) pending.push_back(in);
+      }
+    }
+  }
+  onnx::GraphProto& graph = *model.mutable_graph();
+  auto* nodes = graph.mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i) {
+    if (!keep[static_cast<size_t>(i)]) nodes->DeleteSubrange(i, 1);
+  }
+  std::set<std::string> read;
+  for (const auto& node : graph.node()) read.insert(node.input().begin(), node.input().end());
+  auto* inits = graph.mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i) {
+    if (!read.count(inits->Get(i).name())) inits->DeleteSubrange(i, 1);
+  }
+  graph.clear_output();  // Session::from_model exposes `outputs`
+  return model;
+}
+
+// Mode kLayer: every site against its float twin in one pass of `quantized`.
+void correct_layer_shifts(onnx::ModelProto& prepared, const onnx::ModelProto& quantized, const std::vector<Site>& sites,
+                          const SampleSource& source, const std::vector<size_t>& indices,
+                          const BiasCorrectionOptions& options, const std::string& label, BiasCorrectionSummary& summary,
+                          double& shift_total, size_t& shift_channels) {
+  onnx::ModelProto probe = quantized;
+  std::vector<std::string> outputs;  // quantized output, twin output, per site
+  {
+    const ir::GraphView float_view(prepared.graph(), label);
+    std::map<std::string, const onnx::NodeProto*> float_nodes;
+    for (size_t i = 0; i < float_view.node_count(); ++i) float_nodes.emplace(float_view.node(i).name(), &float_view.node(i));
+    const ir::GraphView view(quantized.graph(), label);
+    std::map<std::string, const onnx::NodeProto*> nodes;
+    for (size_t i = 0; i < view.node_count(); ++i) nodes.emplace(view.node(i).name(), &view.node(i));
+    ir::NameAllocator names(quantized);
+    for (const Site& site : sites) {
+      const onnx::NodeProto& node = *nodes.at(site.node);
+      const onnx::NodeProto& original = *float_nodes.at(site.node);
+      onnx::NodeProto twin = node;
+      twin.set_name(names.fresh(node.name() + "_float_twin"));
+      twin.clear_input();
+      twin.add_input(unquantized(view, node.input(0)));
+      for (int i = 1; i < original.input_size() && i < 3; ++i) {
+        const std::string copy = names.fresh(original.input(i) + "_float");
+        auto* init = probe.mutable_graph()->add_initializer();
+        *init = *float_view.initializer(original.input(i));
+        init->set_name(copy);
+        twin.add_input(copy);
+      }
+      twin.clear_output();
+      twin.add_output(names.fresh(node.name() + "_float_twin_output"));
+      outputs.push_back(node.output(0));
+      outputs.push_back(twin.output(0));
+      *probe.mutable_graph()->add_node() = std::move(twin);
+    }
+  }
+  const Session session = Session::from_model(probe, label, options.session, outputs);
+  probe.Clear();
+  std::vector<ChannelMoments> got_q(sites.size());
+  std::vector<ChannelMoments> got_float(sites.size());
+  for (size_t index : indices) {
+    const NamedTensors got = session.run(source.sample(index), outputs);
+    for (size_t k = 0; k < sites.size(); ++k) {
+      got_q[k].add(got.at(2 * k).second, sites[k].channels);
+      got_float[k].add(got.at(2 * k + 1).second, sites[k].channels);
+    }
+  }
+  for (size_t k = 0; k < sites.size(); ++k) {
+    if (got_q[k].count == 0 || got_float[k].count == 0) continue;
+    std::vector<double> shift(static_cast<size_t>(sites[k].channels));
+    for (size_t c = 0; c < shift.size(); ++c) {
+      shift[c] = got_float[k].mean(c) - got_q[k].mean(c);
+      shift_total += std::fabs(shift[c]);
+      ++shift_channels;
+    }
+    add_to_bias(prepared, sites[k].node, shift, got_float[k], label, summary);
+    ++summary.layers;
+  }
+}
+
+}  // namespace
+
+BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
+                                   const BiasCorrectionOptions& options, const std::string& label) {
+  const auto start = Clock::now();
+  BiasCorrectionSummary summary;
+  summary.mode = options.mode;
+  std::vector<size_t> indices = options.samples;
+  if (indices.empty()) {
+    for (size_t i = 0; i < source.size(); ++i) indices.push_back(i);
+  }
+  summary.samples = indices.size();
+  const onnx::ModelProto first = rewrite(prepared);
+  const std::vector<Site> sites = find_sites(prepared, first, label, summary.notes);
+  if (sites.empty()) {
+    summary.notes.push_back("bias_correction: no quantized Conv/Gemm with float weights: nothing corrected");
+    summary.seconds = seconds_since(start);
+    return summary;
+  }
+  double shift_total = 0;
+  size_t shift_channels = 0;
+  if (options.mode == BiasCorrectionMode::kLayer) {
+    correct_layer_shifts(prepared, first, sites, source, indices, options, label, summary, shift_total, shift_channels);
+    summary.levels = 1;
+    summary.mean_abs_shift = shift_channels ? shift_total / static_cast<double>(shift_channels) : 0;
+    summary.seconds = seconds_since(start);
+    return summary;
+  }
+  // The float model's channel means, once.
+  std::vector<ChannelMoments> reference(sites.size());
+  {
+    std::vector<std::string> outputs;
+    for (const Site& s : sites) outputs.push_back(s.output);
+    const Session session = Session::from_model(prepared, label, options.session, outputs);
+    for (size_t index : indices) {
+      const NamedTensors got = session.run(source.sample(index), outputs);
+      for (size_t k = 0; k < sites.size(); ++k) reference[k].add(got.at(k).second, sites[k].channels);
+    }
+  }
+  size_t levels = 0;
+  for (const Site& s : sites) levels = std::max(levels, s.level + 1);
+  for (size_t level = 0; level < levels; ++level) {
+    std::vector<size_t> members;
+    for (size_t k = 0; k < sites.size(); ++k) {
+      if (sites[k].level == level) members.push_back(k);
+    }
+    if (members.empty()) continue;
+    // The quantized model with every upstream correction so far; the layers' outputs keep
+    // their names through the rewrite (its Q/DQ go on inputs).
+    onnx::ModelProto quantized = rewrite(prepared);
+    std::set<std::string> tensors;
+    for (const auto& n : quantized.graph().node()) tensors.insert(n.output().begin(), n.output().end());
+    std::vector<std::string> outputs;
+    for (size_t& k : members) {
+      if (!tensors.count(sites[k].output)) {
+        summary.notes.push_back("bias_correction: " + sites[k].node + " skipped (the rewrite renamed its output)");
+        k = sites.size();
+      }
+    }
+    std::erase(members, sites.size());
+    if (members.empty()) continue;
+    for (size_t k : members) outputs.push_back(sites[k].output);
+    const Session session =
+        Session::from_model(upstream_of(std::move(quantized), outputs, label), label, options.session, outputs);
+    std::vector<ChannelMoments> measured(members.size());
+    for (size_t index : indices) {
+      const NamedTensors got = session.run(source.sample(index), outputs);
+      for (size_t m = 0; m < members.size(); ++m) measured[m].add(got.at(m).second, sites[members[m]].channels);
+    }
+    for (size_t m = 0; m < members.size(); ++m) {
+      const Site& site = sites[members[m]];
+      const ChannelMoments& want = reference[members[m]];
+      if (measured[m].count == 0 || want.count == 0) continue;
+      std::vector<double> shift(static_cast<size_t>(site.channels));
+      for (size_t c = 0; c < shift.size(); ++c) {
+        shift[c] = want.mean(c) - measured[m].mean(c);
+        shift_total += std::fabs(shift[c]);
+        ++shift_channels;
+      }
+      add_to_bias(prepared, site.node, shift, want, label, summary);
+      ++summary.layers;
+    }
+  }
+  summary.levels = levels;
+  summary.mean_abs_shift = shift_channels ? shift_total / static_cast<double>(shift_channels) : 0;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,161 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mixprec/algorithms.h"
+#include "mixprec/tensor_proto.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+using onnx::TensorProto;
+using testing::ModelBuilder;
+
+// The samples a test states, one per call.
+class FixedSamples : public SampleSource {
+ public:
+  explicit FixedSamples(std::vector<std::vector<float>> samples) : samples_(std::move(samples)) {}
+  size_t size() const override { return samples_.size(); }
+  NamedTensors sample(size_t index) const override {
+    return {{"x", Tensor::from_floats(Shape{1, 1, 2, 2}, samples_.at(index))}};
+  }
+  std::string describe() const override { return std::to_string(samples_.size()) + " fixed samples"; }
+
+ private:
+  std::vector<std::vector<float>> samples_;
+};
+
+// x [1, 1, 2, 2] -> Conv "conv" (1x1, W = 1, b = `bias`) -> y.
+onnx::ModelProto float_model(float bias) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
+      .add_initializer("w", {1, 1, 1, 1}, {1.0f})
+      .add_initializer("b", {1}, {bias})
+      .add_node("Conv", {"x", "w", "b"}, {"y"}, {}, "conv")
+      .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
+      .build();
+}
+
+// The same Conv with its input through int8 Q/DQ at scale 1 (integers pass exactly) and its
+// weight stored as int8 `code` at scale 0.25: the quantized weight is code / 4 instead of 1.
+onnx::ModelProto quantized_model(int8_t code, float bias) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
+      .add_initializer("x_scale", {}, {1.0f})
+      .add_initializer_i8("x_zero", {}, {0})
+      .add_initializer_i8("w_q", {1, 1, 1, 1}, {code})
+      .add_initializer("w_scale", {}, {0.25f})
+      .add_initializer("b", {1}, {bias})
+      .add_node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"xq"}, {}, "conv/input_q")
+      .add_node("DequantizeLinear", {"xq", "x_scale", "x_zero"}, {"xd"}, {}, "conv/input_dq")
+      .add_node("DequantizeLinear", {"w_q", "w_scale"}, {"wd"}, {}, "conv/weight_dq")
+      .add_node("Conv", {"xd", "wd", "b"}, {"y"}, {}, "conv")
+      .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
+      .build();
+}
+
+float bias_of(const onnx::ModelProto& model, const std::string& name = "b") {
+  for (const auto& init : model.graph().initializer()) {
+    if (init.name() == name) return tensor_from_proto(init, "test").to_floats().at(0);
+  }
+  return -1000;
+}
+
+// The rewrite of float_model(b) into quantized_model(code, b), reading the current bias.
+RewriteFn rewrite_with_code(int8_t code) {
+  return [code](const onnx::ModelProto& prepared) { return quantized_model(code, bias_of(prepared)); };
+}
+
+// x -> Conv "conv1" (W = 1, b1) -> h -> Conv "conv2" (W = 1, b2) -> y.
+onnx::ModelProto two_layers(float b1, float b2) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
+      .add_initializer("w1", {1, 1, 1, 1}, {1.0f})
+      .add_initializer("b1", {1}, {b1})
+      .add_initializer("w2", {1, 1, 1, 1}, {1.0f})
+      .add_initializer("b2", {1}, {b2})
+      .add_node("Conv", {"x", "w1", "b1"}, {"h"}, {}, "conv1")
+      .add_node("Conv", {"h", "w2", "b2"}, {"y"}, {}, "conv2")
+      .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
+      .build();
+}
+
+// Both weights through DequantizeLinear: conv1's as code 5 at scale 0.25 (1.25), conv2's as
+// code 4 (exactly 1); the biases are the prepared model's.
+onnx::ModelProto two_layers_quantized(const onnx::ModelProto& prepared) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
+      .add_initializer_i8("w1_q", {1, 1, 1, 1}, {5})
+      .add_initializer_i8("w2_q", {1, 1, 1, 1}, {4})
+      .add_initializer("w_scale", {}, {0.25f})
+      .add_initializer("b1", {1}, {bias_of(prepared, "b1")})
+      .add_initializer("b2", {1}, {bias_of(prepared, "b2")})
+      .add_node("DequantizeLinear", {"w1_q", "w_scale"}, {"w1d"}, {}, "conv1/weight_dq")
+      .add_node("DequantizeLinear", {"w2_q", "w_scale"}, {"w2d"}, {}, "conv2/weight_dq")
+      .add_node("Conv", {"x", "w1d", "b1"}, {"h"}, {}, "conv1")
+      .add_node("Conv", {"h", "w2d", "b2"}, {"y"}, {}, "conv2")
+      .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
+      .build();
+}
+
+TEST(AlgorithmsBiasCorrection, HandWorkedShift) {
+  // Quantized weight 1.25 (code 5): y - y' = -0.25 x. Samples x = [1, 2, 3, 6] and
+  // [-1, 0, 1, 4]: mean x = (12 + 4) / 8 = 2, so the mean shift is -0.25 * 2 = -0.5. The float
+  // output's spread (std of x over the 8 values, sqrt(68 / 8 - 4) = 2.12) is above it: applied in full.
+  // A single layer: both modes measure the same shift.
+  for (const BiasCorrectionMode mode : {BiasCorrectionMode::kModel, BiasCorrectionMode::kLayer}) {
+    SCOPED_TRACE(bias_correction_mode_names().name(mode));
+    onnx::ModelProto prepared = float_model(0.0f);
+    const FixedSamples samples({{1, 2, 3, 6}, {-1, 0, 1, 4}});
+    const BiasCorrectionSummary summary = correct_bias(prepared, rewrite_with_code(5), samples, {.mode = mode}, "test");
+    EXPECT_EQ(summary.layers, 1u);
+    EXPECT_EQ(summary.samples, 2u);
+    EXPECT_EQ(summary.damped_channels, 0u);
+    EXPECT_DOUBLE_EQ(summary.mean_abs_shift, 0.5);
+    EXPECT_FLOAT_EQ(bias_of(prepared), -0.5f);
+  }
+}
+
+TEST(AlgorithmsBiasCorrection, LargeShiftIsDampedToTheChannelSpread) {
+  // Quantized weight 3 (code 12): shift = -2 * mean x = -6 on the samples [1, 2, 3, 6] alone,
+  // whose std is sqrt(50 / 4 - 9) = sqrt(3.5), above the bias 0.5: the correction stops there.
+  onnx::ModelProto prepared = float_model(0.5f);
+  const FixedSamples samples({{1, 2, 3, 6}});
+  const BiasCorrectionSummary summary = correct_bias(prepared, rewrite_with_code(12), samples, {}, "test");
+  EXPECT_EQ(summary.damped_channels, 1u);
+  EXPECT_DOUBLE_EQ(summary.mean_abs_shift, 6.0);
+  EXPECT_FLOAT_EQ(bias_of(prepared), 0.5f - std::sqrt(3.5f));
+}
+
+TEST(AlgorithmsBiasCorrection, DownstreamIsMeasuredAfterTheUpstreamCorrection) {
+  // conv1 shifts by -0.25 * mean x = -0.5 and is corrected first (level 0); conv2 (exact
+  // weight) then sees conv1's corrected output, whose mean matches the float one: its shift is
+  // 0, not conv1's -0.5 again.
+  onnx::ModelProto prepared = two_layers(0.0f, 0.0f);
+  const FixedSamples samples({{1, 2, 3, 6}, {-1, 0, 1, 4}});
+  const BiasCorrectionSummary summary =
+      correct_bias(prepared, two_layers_quantized, samples, {.mode = BiasCorrectionMode::kModel}, "test");
+  EXPECT_EQ(summary.layers, 2u);
+  EXPECT_EQ(summary.levels, 2u);
+  EXPECT_FLOAT_EQ(bias_of(prepared, "b1"), -0.5f);
+  EXPECT_FLOAT_EQ(bias_of(prepared, "b2"), 0.0f);
+  // Layer by layer: conv2 against its float twin on the same input also has no shift of its own.
+  onnx::ModelProto alone = two_layers(0.0f, 0.0f);
+  EXPECT_EQ(correct_bias(alone, two_layers_quantized, samples, {.mode = BiasCorrectionMode::kLayer}, "test").levels, 1u);
+  EXPECT_FLOAT_EQ(bias_of(alone, "b1"), -0.5f);
+  EXPECT_FLOAT_EQ(bias_of(alone, "b2"), 0.0f);
+}
+
+TEST(AlgorithmsBiasCorrection, NothingQuantizedIsANote) {
+  onnx::ModelProto prepared = float_model(0.0f);
+  const FixedSamples samples({{1, 2, 3, 6}});
+  const RewriteFn nothing = [](const onnx::ModelProto& model) { return model; };
+  const BiasCorrectionSummary summary = correct_bias(prepared, nothing, samples, {}, "test");
+  EXPECT_EQ(summary.layers, 0u);
+  ASSERT_EQ(summary.notes.size(), 1u);
+  EXPECT_FLOAT_EQ(bias_of(prepared), 0.0f);
+}
+
+}  // namespace
+}  // namespace mixprec
