@@ -181,15 +181,23 @@ TEST(AlgorithmsEqualize, GemmTailAfterReduceMean) {
   expect_same_outputs(run(model, {2, 3, 4, 4}), run(equalized, {2, 3, 4, 4}));
 }
 
-// x -> Conv -> Clip(0, 6) -> Conv: ReLU6 is crossed only when ReplaceClip6Relu allows it.
-onnx::ModelProto clip6_model() {
-  return ModelBuilder()
+// x [1, 2, 2, 2] -> Conv "head" (two_layer_model's W1, no bias) -> h; the caller adds what
+// follows and the tail Conv, which reads "w2" (two_layer_model's W2).
+ModelBuilder head_without_bias(int64_t opset = 17) {
+  ModelBuilder b;
+  b.opset(opset)
       .add_input("x", TensorProto::FLOAT, {1, 2, 2, 2})
       .add_initializer("w1", {2, 2, 1, 1}, {1.0f, -0.5f, 0.25f, 0.125f})
       .add_initializer("w2", {2, 2, 1, 1}, {4.0f, 1.0f, -2.0f, 4.0f})
+      .add_node("Conv", {"x", "w1"}, {"h"}, {}, "head");
+  return b;
+}
+
+// x -> Conv -> Clip(0, 6) -> Conv: ReLU6 is crossed only when ReplaceClip6Relu allows it.
+onnx::ModelProto clip6_model() {
+  return head_without_bias()
       .add_initializer("low", {}, {0.0f})
       .add_initializer("high", {}, {6.0f})
-      .add_node("Conv", {"x", "w1"}, {"h"}, {}, "head")
       .add_node("Clip", {"h", "low", "high"}, {"r"}, {}, "relu6")
       .add_node("Conv", {"r", "w2"}, {"y"}, {}, "tail")
       .add_output("y", TensorProto::FLOAT, {1, 2, 2, 2})
@@ -214,14 +222,9 @@ TEST(AlgorithmsEqualize, Clip6OnlyWithReplaceClip6Relu) {
 
 TEST(AlgorithmsEqualize, ChainsThatWouldChangeTheOutputAreNotPaired) {
   // A Pad with a non-zero constant, and a Relu whose output has a second reader.
-  const onnx::ModelProto padded = ModelBuilder()
-                                      .opset(13)
-                                      .add_input("x", TensorProto::FLOAT, {1, 2, 2, 2})
-                                      .add_initializer("w1", {2, 2, 1, 1}, {1.0f, -0.5f, 0.25f, 0.125f})
-                                      .add_initializer("w2", {2, 2, 1, 1}, {4.0f, 1.0f, -2.0f, 4.0f})
+  const onnx::ModelProto padded = head_without_bias(13)
                                       .add_initializer_i64("pads", {8}, {0, 0, 1, 1, 0, 0, 1, 1})
                                       .add_initializer("one", {}, {1.0f})
-                                      .add_node("Conv", {"x", "w1"}, {"h"}, {}, "head")
                                       .add_node("Pad", {"h", "pads", "one"}, {"p"}, {}, "pad")
                                       .add_node("Conv", {"p", "w2"}, {"y"}, {}, "tail")
                                       .add_output("y", TensorProto::FLOAT, {1, 2, 4, 4})
@@ -229,11 +232,7 @@ TEST(AlgorithmsEqualize, ChainsThatWouldChangeTheOutputAreNotPaired) {
   onnx::ModelProto copy = padded;
   EXPECT_EQ(equalize_layers(copy, {}, "test").pairs, 0u);
 
-  const onnx::ModelProto branched = ModelBuilder()
-                                        .add_input("x", TensorProto::FLOAT, {1, 2, 2, 2})
-                                        .add_initializer("w1", {2, 2, 1, 1}, {1.0f, -0.5f, 0.25f, 0.125f})
-                                        .add_initializer("w2", {2, 2, 1, 1}, {4.0f, 1.0f, -2.0f, 4.0f})
-                                        .add_node("Conv", {"x", "w1"}, {"h"}, {}, "head")
+  const onnx::ModelProto branched = head_without_bias()
                                         .add_node("Relu", {"h"}, {"r"}, {}, "relu")
                                         .add_node("Conv", {"r", "w2"}, {"y"}, {}, "tail")
                                         .add_node("Neg", {"r"}, {"z"}, {}, "other")
