@@ -297,6 +297,11 @@ void read_value(const Json& json, const Where& at, TensorQuantSpec& out) {
       keep_unknown(item.key(), item.value(), at, out.unknown_keys);
     }
   }
+  // insert_qdq quantizes such a spec per tensor: say so rather than drop the request silently.
+  if (out.per_channel && !format_traits(out.format).per_channel_allowed) {
+    (at / "params.per_channel")
+        .warn(std::string("is ignored: ") + format_traits(out.format).spec_name + " takes one scale per tensor");
+  }
 }
 
 void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out) {

@@ -195,6 +195,15 @@ TEST(ConfigJsonTest, AlgoConfigAndQuarkExtraOptionsGiveOneRecipe) {
   EXPECT_FALSE(config_to_json(parse(testing::kSpecExample)).contains("algo_config"));
 }
 
+TEST(ConfigJsonTest, PerChannelOnAPerTensorSpecIsAWarning) {
+  const WarningCollector warnings;
+  parse(R"({"global_config": {"weight": {"spec": "XInt8Spec", "params": {"per_channel": true}},
+                              "input_tensors": {"spec": "Int8Spec", "params": {"per_channel": true}}}})");
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0],
+               "cfg.json: global_config.weight.params.per_channel is ignored: XInt8Spec takes one scale per tensor");
+}
+
 TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"algo_config": [{"name": "magic"}]})",
