@@ -93,6 +93,11 @@ struct CalibMethodTraits {
   const char* name;
   bool power_of_two;
   bool needs_histogram;
+  // The method cuts by the histogram's shape (a KL divergence, a percentile), not by the
+  // error it causes: on a bounded activation's output (an SE gate) it keeps at least the
+  // observed range, since there are no outliers to cut (rewrite/qdq_pairs.cpp). The MSE
+  // methods weigh the clipping error themselves and keep their range.
+  bool keeps_bounded_range;
 };
 const CalibMethodTraits& calib_method_traits(CalibMethod method);
 std::span<const CalibMethodTraits> all_calib_methods();

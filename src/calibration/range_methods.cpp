@@ -18,13 +18,13 @@ namespace mixprec {
 namespace {
 
 constexpr CalibMethodTraits kMethodTable[] = {
-    // method                             name                      power_of_two needs_histogram
-    {CalibMethod::kMinMax,                "MinMax",                 false,       false},
-    {CalibMethod::kPercentile,            "Percentile",             false,       true},
-    {CalibMethod::kEntropy,               "Entropy",                false,       true},
-    {CalibMethod::kMinMse,                "MinMSE",                 false,       true},
-    {CalibMethod::kPowerOfTwoNonOverflow, "PowerOfTwo_NonOverflow", true,        false},
-    {CalibMethod::kPowerOfTwoMinMse,      "PowerOfTwo_MinMSE",      true,        true},
+    // method                             name                      power_of_two needs_histogram keeps_bounded_range
+    {CalibMethod::kMinMax,                "MinMax",                 false,       false,          false},
+    {CalibMethod::kPercentile,            "Percentile",             false,       true,           true},
+    {CalibMethod::kEntropy,               "Entropy",                false,       true,           true},
+    {CalibMethod::kMinMse,                "MinMSE",                 false,       true,           false},
+    {CalibMethod::kPowerOfTwoNonOverflow, "PowerOfTwo_NonOverflow", true,        false,          false},
+    {CalibMethod::kPowerOfTwoMinMse,      "PowerOfTwo_MinMSE",      true,        true,           false},
 };
 
 constexpr bool table_is_indexed_by_method() {

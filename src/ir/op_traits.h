@@ -36,6 +36,9 @@ inline constexpr uint8_t kDetectionPostprocess = 1 << 3;  // NMS-style box selec
 // Element-wise op that belongs to a decomposed normalization when it reads the output of a
 // kNormalization op: LayerNorm's "x - mean", "var + eps" and "* gamma", GELU's "erf + 1".
 inline constexpr uint8_t kNormalizationOperand = 1 << 4;
+// The output lies in a known bounded interval (Sigmoid, HardSigmoid, Tanh, Softmax, Clip):
+// nothing beyond it to clip, so calibration keeps the range the data shows (qdq_pairs.cpp).
+inline constexpr uint8_t kBoundedOutput = 1 << 5;
 
 // Input bit masks (bit i = input i; inputs past bit 15 are never selected).
 inline constexpr uint16_t kAllInputs = 0xFFFF;

@@ -4,6 +4,7 @@
 
 #include "config/element_types.h"
 #include "ir/graph_view.h"
+#include "ir/op_traits.h"
 #include "mixprec/error.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
@@ -33,11 +34,16 @@ ActivationSpecs::ActivationSpecs(const onnx::GraphProto& graph, const Calibratio
     : stats_(stats), options_(options), label_(label), initializers_(index_initializers(graph)) {
   const ir::GraphView view(graph, label);
   element_types_ = selection::infer_element_types(view);
+  for (const auto& node : graph.node()) {
+    if ((ir::op_traits(node).flags & ir::kBoundedOutput) != 0 && node.output_size() > 0) bounded_.insert(node.output(0));
+  }
 }
 
 ResolvedSpec ActivationSpecs::resolve(const std::string& tensor, const TensorQuantSpec& spec) const {
   if (!format_traits(spec.format).is_integer) return {spec.format, {}};
-  if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) return resolve_stats(it->second, spec);
+  if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) {
+    return resolve_stats(it->second, spec, bounded_.contains(tensor));
+  }
   if (const auto it = constant_stats_.find(tensor); it != constant_stats_.end()) return resolve_stats(it->second, spec);
   const onnx::TensorProto* constant = initializer(tensor);
   if (constant == nullptr) {
@@ -55,7 +61,7 @@ ResolvedSpec ActivationSpecs::resolve_values(std::span<const float> values, cons
   return resolve_stats(collector.stats(), spec);
 }
 
-ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec) const {
+ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded) const {
   ResolvedSpec out{spec.format, {}};
   const FormatTraits& traits = format_traits(spec.format);
   if (!traits.is_integer) return out;
@@ -63,7 +69,14 @@ ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const Tens
   const CalibMethod method = spec.calib_method.value_or(options_.calib_method);
   RangeOptions range_options = options_.range;
   range_options.symmetric = symmetric;
-  const Range range = compute_range(stats, method, spec.format, range_options);
+  Range range = compute_range(stats, method, spec.format, range_options);
+  if (bounded && calib_method_traits(method).keeps_bounded_range) {
+    // A bounded activation (an SE gate's HardSigmoid, a Softmax) has no outliers to cut: a
+    // method that clips by the histogram's shape (Entropy cut SE gates to 0.15-0.34 of their
+    // 0..1 and collapsed the classifier) keeps at least the range the data shows.
+    range.min = std::min(range.min, stats.min);
+    range.max = std::max(range.max, stats.max);
+  }
   out.params = choose_params(spec.format, range.min, range.max,
                              {.symmetric = symmetric, .power_of_two = calib_method_traits(method).power_of_two});
   return out;

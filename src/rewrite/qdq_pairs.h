@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -58,13 +59,15 @@ class ActivationSpecs {
   bool is_float_initializer(const std::string& name) const;
 
  private:
-  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec) const;
+  // `bounded`: the tensor is the output of a bounded activation (ir::kBoundedOutput).
+  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded = false) const;
 
   const CalibrationStats& stats_;
   const QuantizeOptions& options_;
   const std::string& label_;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, int32_t> element_types_;  // declared or inferred
+  std::unordered_set<std::string> bounded_;  // outputs of ops with ir::kBoundedOutput
   mutable std::map<std::string, TensorStats> constant_stats_;
 };
 
