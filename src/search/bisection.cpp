@@ -49,14 +49,8 @@ SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& st
       observer.on_best(outcome.lifted, score);
     }
     (score.pass ? hi : lo) = k;
-    observer.on_step({.index = ++steps,
-                      .layer = "top " + std::to_string(k),
-                      .decision = score.pass ? Decision::kMeets : Decision::kMisses,
-                      .objective = score.objective,
-                      .psnr_db = score.psnr_db,
-                      .pass_rate = score.pass_rate,
-                      .meets_criterion = score.pass,
-                      .lifted_layers = outcome.lifted.size()},
+    observer.on_step(scored_step(++steps, "top " + std::to_string(k), score.pass ? Decision::kMeets : Decision::kMisses,
+                                 score, outcome.lifted.size()),
                      score, trial);
     if (!found && k == cap) {
       outcome.stop_reason = limits.lift + " budget: the top " + std::to_string(k) + " of " +

@@ -85,15 +85,8 @@ class CostSearch {
     }
     const Score score = evaluator_.evaluate(lifted, label);
     offer(lifted, score);
-    observer_.on_step({.index = ++steps_,
-                       .layer = label,
-                       .decision = score.pass ? if_pass : if_miss,
-                       .objective = score.objective,
-                       .psnr_db = score.psnr_db,
-                       .pass_rate = score.pass_rate,
-                       .meets_criterion = score.pass,
-                       .lifted_layers = outcome_.lifted.size()},
-                      score, lifted);
+    observer_.on_step(scored_step(++steps_, label, score.pass ? if_pass : if_miss, score, outcome_.lifted.size()), score,
+                      lifted);
     return score;
   }
 

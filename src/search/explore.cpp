@@ -592,16 +592,8 @@ class Explorer : public search::SearchObserver {
       const std::string label = "curve top " + std::to_string(k);
       const Score score = replay_->evaluate(lifted, label);
       const bool within = lifted.size() <= limits.budget && (limits.time_budget <= 0 || score.time_vs_bf16 <= limits.time_budget);
-      const bool cheaper = score.pass && within && (!best_.pass || score.time_vs_bf16 < best_time_);
-      if (cheaper) on_best(lifted, score);
-      on_step({.index = result_.steps.size() + 1,
-               .layer = label,
-               .decision = Decision::kMeasured,
-               .objective = score.objective,
-               .psnr_db = score.psnr_db,
-               .pass_rate = score.pass_rate,
-               .meets_criterion = score.pass,
-               .lifted_layers = best_lifted_.size()},
+      if (score.pass && within) on_best(lifted, score);  // kept when cheaper (on_best)
+      on_step(search::scored_step(result_.steps.size() + 1, label, Decision::kMeasured, score, best_lifted_.size()),
               score, lifted);
     }
   }

@@ -63,15 +63,8 @@ class Greedy {
       outcome_.best = score;
       observer_.on_best(outcome_.lifted, score);
     }
-    ExploreStep step{.index = ++steps_,
-                     .layer = layer,
-                     .decision = last_,
-                     .sweep = sweep,
-                     .objective = score.objective,
-                     .psnr_db = score.psnr_db,
-                     .pass_rate = score.pass_rate,
-                     .meets_criterion = score.pass,
-                     .lifted_layers = outcome_.lifted.size()};
+    ExploreStep step = scored_step(++steps_, layer, last_, score, outcome_.lifted.size());
+    step.sweep = sweep;
     observer_.on_step(step, score, trial);
     if (outcome_.best.pass) {
       outcome_.stop_reason = "criterion met";

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mixprec/explore.h"
@@ -30,6 +31,20 @@ struct Score {
   size_t transitions = 0;              // its INT8 <-> float boundaries
   bool replayed = false;
 };
+
+// The step a search reports for an evaluated `score`: its numbers, with `label`, `decision`
+// and the layer count of the best assignment so far.
+inline ExploreStep scored_step(size_t index, std::string label, Decision decision, const Score& score,
+                               size_t lifted_layers) {
+  return {.index = index,
+          .layer = std::move(label),
+          .decision = decision,
+          .objective = score.objective,
+          .psnr_db = score.psnr_db,
+          .pass_rate = score.pass_rate,
+          .meets_criterion = score.pass,
+          .lifted_layers = lifted_layers};
+}
 
 // What an assignment is expected to cost on the device, without evaluating it.
 struct Cost {
