@@ -168,4 +168,46 @@ if [[ ! -f "$pictures_stamp" ]]; then
   touch "$pictures_stamp"
 fi
 # --- end of calibration and evaluation pictures -----------------------------------------------
+# --- A recurrent audio model with control flow, and real speech to run it on ----------------
+# Silero VAD v5 (from the @ricky0123/vad-web package): three inputs (float audio, float LSTM
+# state, int64 sample rate), 25 If nodes whose branches hold its Convs and its LSTM. The speech is
+# the channel-test recordings of Debian's alsa-utils (a voice saying "Front Left", ...; 48 kHz).
+vad_stamp="$tp/models/.stamp-vad-d1a211cf1a2e"
+if [[ ! -f "$vad_stamp" ]]; then
+  tgz="$(fetch @ricky0123/vad-web@0.0.31 d1a211cf1a2ed26297da52cc08de79e75d79838a274bfc6de546feb1f828c940)"
+  tmp="$(mktemp -d)"
+  tar -xzf "$tgz" -C "$tmp" package/dist/silero_vad_v5.onnx
+  cp "$tmp/package/dist/silero_vad_v5.onnx" "$tp/models/silero_vad_v5.onnx"
+  rm -rf "$tmp"
+  touch "$vad_stamp"
+fi
+alsa_utils_version="1.2.8-1"
+alsa_utils_sha256="fb24eb1a318228b974efbef726190dd90c6106a208814a3ee8f5d69b91ee0ba4"
+speech_stamp="$tp/data/.stamp-speech-${alsa_utils_sha256:0:12}"
+if [[ ! -f "$speech_stamp" ]]; then
+  deb="$cache/alsa-utils_${alsa_utils_version}_amd64.deb"
+  if [[ ! -f "$deb" ]]; then
+    echo "setup: fetching alsa-utils $alsa_utils_version (~1 MB) with apt-get download" >&2
+    apt_download=(apt-get download -qq)
+    if [[ "$(id -u)" == 0 ]]; then apt_download+=(-o APT::Sandbox::User=root); fi
+    if ! (cd "$cache" && "${apt_download[@]}" "alsa-utils=$alsa_utils_version"); then
+      echo "setup: apt-get download failed; updating the package lists and retrying" >&2
+      "${sudo_cmd[@]}" apt-get update -qq
+      (cd "$cache" && "${apt_download[@]}" "alsa-utils=$alsa_utils_version")
+    fi
+  fi
+  got="$(sha256sum "$deb" | cut -d' ' -f1)"
+  if [[ "$got" != "$alsa_utils_sha256" ]]; then
+    rm -f "$deb"
+    echo "setup: alsa-utils: sha256 mismatch (got $got, want $alsa_utils_sha256)" >&2
+    exit 1
+  fi
+  tmp="$(mktemp -d)"
+  dpkg-deb -x "$deb" "$tmp"
+  rm -rf "$tp/data/speech"
+  mkdir -p "$tp/data/speech"
+  cp "$tmp"/usr/share/sounds/alsa/*.wav "$tp/data/speech/"
+  rm -rf "$tmp"
+  touch "$speech_stamp"
+fi
 echo "setup: ok (ONNX Runtime SDK in third_party/onnxruntime, models in third_party/models)"

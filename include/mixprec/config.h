@@ -226,8 +226,11 @@ struct NodeAssignment {
   bool operator==(const NodeAssignment&) const = default;
 };
 
-// One entry per node of the main graph, in graph order. Nodes without a name are matched by
-// the name ensure_node_names would give them. The first rule that applies decides:
+// One entry per node of the model: the main graph's in graph order, then the nodes of If/Loop/
+// Scan bodies (breadth first), each named by its path "If_3.then_branch/Gemm_1" (its owner's
+// path, the attribute, its own name); patterns match a body node by its path or its own name,
+// and a body inherits an exclusion its owner got from exclude.*. Nodes without a name are
+// matched by the name ensure_node_names would give them. The first rule that applies decides:
 //   1. exclude.node_names (regex, full match), then exclude.subgraphs → excluded;
 //   2. never quantized, even when listed in OpTypesToQuantize (excluded):
 //      - shape and index ops (Shape, Size, Range, ConstantOfShape, NonZero) and any node whose

@@ -71,13 +71,18 @@ struct RewriteSummary {
   int64_t cast_pairs = 0;         // activation cast pairs inserted
   int64_t quantized_weights = 0;  // weight/bias initializers stored quantized (+DQ) or low precision (+Cast)
   std::vector<std::string> notes; // opset adaptations, skipped inputs and why
+  // Body nodes (If/Loop/Scan, by path) left float although their config gives them an integer
+  // format: calibration never saw their activations (no sample took that branch).
+  std::vector<std::string> unobserved;
 };
 
 // Rewrites a PREPARED float model (see prepare_model) so each node gets the formats of its
 // assignment. Activation ranges come from `stats` (keyed by tensor name); weights and biases
 // are quantized offline from their values. The default-domain opset is raised only as far as
 // the formats used need (13 for per-channel Q/DQ and bfloat16 casts, 21 for 16-bit Q/DQ).
-// kBadInput when an activation has no statistics (stats of another model).
+// Nodes inside If/Loop/Scan bodies are rewritten too (their pairs and stored weights live in
+// the body). kBadInput when a main-graph activation has no statistics (stats of another model);
+// a body node whose activations calibration never saw stays float (RewriteSummary::unobserved).
 // `prepared` is taken by value, as prepare_model's input is.
 onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<NodeAssignment>& assignment,
                                 const CalibrationStats& stats, const QuantizeOptions& options,

@@ -1,4 +1,5 @@
-// assign_layers: which formats each node of the main graph gets, and which rule decided it.
+// assign_layers: which formats each node of the model (If/Loop/Scan bodies included) gets, and
+// which rule decided it.
 // ensure_node_names: stable names for unnamed nodes, shared by both so that a config written
 // against a named model selects the same nodes in the unnamed original.
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "config/element_types.h"
+#include "config/node_sites.h"
 #include "config/node_pattern.h"
 #include "ir/graph_view.h"
 #include "ir/node_builder.h"
@@ -57,6 +59,51 @@ std::vector<std::string> planned_node_names(const std::vector<const onnx::GraphP
   }
   return names;
 }
+
+}  // namespace
+
+namespace selection {
+
+std::vector<NodeSite> node_sites(const ir::GraphView& main) {
+  struct Scope {
+    const ir::GraphView* view;
+    std::string attribute;  // ".then_branch", ".branches[1]"; "" for the main graph
+    std::optional<size_t> owner;
+  };
+  // Breadth first, as graphs_in_naming_order: the scopes are found while the sites are laid out.
+  std::vector<Scope> scopes{{&main, "", std::nullopt}};
+  std::vector<NodeSite> sites;
+  std::vector<size_t> scope_of;  // per site
+  for (size_t g = 0; g < scopes.size(); ++g) {
+    const ir::GraphView& view = *scopes[g].view;
+    for (size_t i = 0; i < view.node_count(); ++i) {
+      sites.push_back({.ref = {&view, i}, .name = {}, .path = {}, .owner = scopes[g].owner});
+      scope_of.push_back(g);
+      const size_t site = sites.size() - 1;
+      const std::vector<const ir::GraphView*> bodies = view.subgraphs(i);
+      size_t b = 0;
+      for (const onnx::AttributeProto& attribute : view.node(i).attribute()) {
+        if (attribute.has_g()) scopes.push_back({bodies.at(b++), "." + attribute.name(), site});
+        for (int k = 0; k < attribute.graphs_size(); ++k) {
+          scopes.push_back({bodies.at(b++), "." + attribute.name() + "[" + std::to_string(k) + "]", site});
+        }
+      }
+    }
+  }
+  std::vector<const onnx::GraphProto*> graphs;
+  for (const Scope& scope : scopes) graphs.push_back(&scope.view->graph());
+  const std::vector<std::string> names = planned_node_names(graphs);
+  for (size_t k = 0; k < sites.size(); ++k) {  // an owner's path is set before its bodies'
+    NodeSite& site = sites[k];
+    site.name = names[k];
+    site.path = site.owner ? sites[*site.owner].path + scopes[scope_of[k]].attribute + "/" + site.name : site.name;
+  }
+  return sites;
+}
+
+}  // namespace selection
+
+namespace {
 
 // --- What the rules look at ----------------------------------------------------------------------
 
@@ -122,26 +169,38 @@ std::vector<std::optional<size_t>> find_subgraph_exclusions(const ExcludeConfig&
   return exclusions;
 }
 
-// Everything the rules need, computed once per assign_layers call.
+// Everything the rules need, computed once per assign_layers call. Indices are node sites
+// (node_sites: the main graph's nodes first, in node order, then the bodies').
 struct Context {
   Context(const QuantConfig& quant_config, const onnx::ModelProto& model, const std::string& config_label)
       : config(quant_config),
         label(config_label),
         graph(model.graph(), config_label),
-        names(planned_node_names(graphs_in_naming_order(model.graph()))),
+        sites(selection::node_sites(graph)),
         patterns(selection::compile_patterns(quant_config, config_label)),
-        types(selection::infer_element_types(graph)) {
-    names.resize(graph.node_count());  // the main graph's nodes come first
-    for (size_t node = 0; node < names.size(); ++node) nodes_by_name[names[node]].push_back(node);
+        types(selection::infer_nested_element_types(graph)) {
+    for (size_t site = 0; site < sites.size(); ++site) site_of.emplace(sites[site].ref, site);
+    for (size_t node = 0; node < graph.node_count(); ++node) nodes_by_name[sites[node].name].push_back(node);
     const std::vector<std::string>& listed = config.extra.op_types_to_quantize;
     op_types_to_quantize = listed.empty() ? default_op_types_to_quantize() : listed;
     subgraph_exclusions = find_subgraph_exclusions(config.exclude, graph, nodes_by_name, label);
   }
 
-  const onnx::NodeProto& node(size_t index) const { return graph.node(index); }
+  const onnx::NodeProto& node(size_t index) const { return sites[index].ref.node(); }
+  const ir::GraphView& graph_of(size_t index) const { return *sites[index].ref.graph; }
   const ir::OpTraits& rule(size_t index) const { return ir::op_traits(node(index)); }
+  // A pattern names a node by its path or by its own name (as a model viewer shows it).
+  bool matches(const NodePattern& pattern, size_t index) const {
+    return pattern.matches(sites[index].path) || (sites[index].owner && pattern.matches(sites[index].name));
+  }
   bool is_initializer_input(size_t index, int input) const {
-    return input >= 0 && input < node(index).input_size() && graph.is_initializer(node(index).input(input));
+    return input >= 0 && input < node(index).input_size() &&
+           graph_of(index).resolve_initializer(node(index).input(input)) != nullptr;
+  }
+  // The site producing `name` as node `index` sees it (its graph, then enclosing graphs).
+  std::optional<size_t> producer(size_t index, const std::string& name) const {
+    const std::optional<ir::NodeRef> ref = graph_of(index).resolve_producer(name);
+    return ref ? std::optional<size_t>(site_of.at(*ref)) : std::nullopt;
   }
   // Normalization arithmetic: a kNormalization op, unless it is plain scaling by a constant.
   bool is_normalization(size_t index) const {
@@ -152,20 +211,21 @@ struct Context {
   bool is_constant_input(size_t index, int input) const {
     if (input >= node(index).input_size()) return false;
     const std::string& name = node(index).input(input);
-    const std::optional<size_t> producer = graph.producer(name);
-    return graph.is_initializer(name) ||
-           (producer && ir::is_default_domain(node(*producer).domain()) && node(*producer).op_type() == "Constant");
+    const std::optional<size_t> from = producer(index, name);
+    return graph_of(index).resolve_initializer(name) != nullptr ||
+           (from && ir::is_default_domain(node(*from).domain()) && node(*from).op_type() == "Constant");
   }
 
   const QuantConfig& config;
   const std::string& label;
   const ir::GraphView graph;
-  std::vector<std::string> names;  // per main-graph node
-  NodesByName nodes_by_name;
+  std::vector<selection::NodeSite> sites;
+  std::unordered_map<ir::NodeRef, size_t, ir::NodeRefHash> site_of;
+  NodesByName nodes_by_name;  // main-graph nodes (exclude.subgraphs paths run in the main graph)
   selection::ConfigPatterns patterns;
   std::unordered_map<std::string, int32_t> types;
   std::vector<std::string> op_types_to_quantize;
-  std::vector<std::optional<size_t>> subgraph_exclusions;  // see find_subgraph_exclusions
+  std::vector<std::optional<size_t>> subgraph_exclusions;  // per main-graph node
 };
 
 // --- The rules that keep a node in float ---------------------------------------------------------
@@ -175,12 +235,13 @@ using FloatRule = std::optional<std::string> (*)(const Context& context, size_t 
 
 std::optional<std::string> excluded_by_name(const Context& context, size_t index) {
   for (const NodePattern& pattern : context.patterns.excludes) {
-    if (pattern.matches(context.names[index])) return "exclude.node_names pattern " + pattern.text();
+    if (context.matches(pattern, index)) return "exclude.node_names pattern " + pattern.text();
   }
   return std::nullopt;
 }
 
 std::optional<std::string> excluded_by_subgraph(const Context& context, size_t index) {
+  if (index >= context.subgraph_exclusions.size()) return std::nullopt;  // in a body: see assign_layers
   const std::optional<size_t> entry = context.subgraph_exclusions[index];
   if (!entry) return std::nullopt;
   const auto& [start, end] = context.config.exclude.subgraphs[*entry];
@@ -206,10 +267,10 @@ std::optional<std::string> normalization_arithmetic(const Context& context, size
   if (context.is_normalization(index)) return "normalization arithmetic " + node.op_type() + " (never quantized)";
   if ((context.rule(index).flags & ir::kNormalizationOperand) == 0) return std::nullopt;
   for (const std::string& input : node.input()) {
-    const std::optional<size_t> producer = input.empty() ? std::nullopt : context.graph.producer(input);
+    const std::optional<size_t> producer = input.empty() ? std::nullopt : context.producer(index, input);
     if (producer && context.is_normalization(*producer)) {
       return "normalization arithmetic: " + node.op_type() + " reads " + context.node(*producer).op_type() + " " +
-             context.names[*producer] + " (never quantized)";
+             context.sites[*producer].path + " (never quantized)";
     }
   }
   return std::nullopt;
@@ -238,7 +299,7 @@ NodeAssignment apply_layer_config(const Context& context, size_t index, NodeAssi
   assignment.reason = "global";
   for (size_t i = overrides.size(); i-- > 0;) {
     const auto& targets = context.patterns.targets[i];
-    const auto match = std::ranges::find_if(targets, [&](const NodePattern& p) { return p.matches(context.names[index]); });
+    const auto match = std::ranges::find_if(targets, [&](const NodePattern& p) { return context.matches(p, index); });
     if (match == targets.end()) continue;
     assignment.config = overrides[i].layer_config;
     assignment.reason = "specific_layer_config[" + std::to_string(i) + "] pattern " + match->text();
@@ -268,7 +329,9 @@ NodeAssignment apply_layer_config(const Context& context, size_t index, NodeAssi
 
 void warn_about_patterns(const Context& context) {
   const auto warn_if_unmatched = [&](const NodePattern& pattern) {
-    if (std::ranges::none_of(context.names, [&](const std::string& name) { return pattern.matches(name); })) {
+    bool matched = false;
+    for (size_t index = 0; index < context.sites.size() && !matched; ++index) matched = context.matches(pattern, index);
+    if (!matched) {
       warn(context.label, pattern.path() + ": pattern \"" + pattern.text() + "\" matches no node");
     }
   };
@@ -295,7 +358,7 @@ void warn_about_op_types(const Context& context) {
     // warning only when the model has such nodes and every one of them normalizes.
     if (rule.scaling_input >= 0) {
       bool scales = false, normalizes = false;
-      for (size_t index = 0; index < context.graph.node_count(); ++index) {
+      for (size_t index = 0; index < context.sites.size(); ++index) {
         if (context.node(index).op_type() != op_type) continue;
         (context.is_normalization(index) ? normalizes : scales) = true;
       }
@@ -320,12 +383,19 @@ std::vector<NodeAssignment> assign_layers(const QuantConfig& config, const onnx:
   warn_about_op_types(context);
 
   std::vector<NodeAssignment> assignments;
-  assignments.reserve(context.graph.node_count());
-  for (size_t index = 0; index < context.graph.node_count(); ++index) {
-    NodeAssignment assignment{.node_name = context.names[index], .op_type = context.node(index).op_type()};
+  assignments.reserve(context.sites.size());
+  for (size_t index = 0; index < context.sites.size(); ++index) {
+    const selection::NodeSite& site = context.sites[index];
+    NodeAssignment assignment{.node_name = site.path, .op_type = context.node(index).op_type()};
     std::optional<std::string> float_reason;
+    // A body inherits its owner's exclusion by the user (a name pattern or a subgraph path).
+    if (const NodeAssignment* owner = site.owner ? &assignments[*site.owner] : nullptr;
+        owner && owner->excluded && (owner->reason.starts_with("exclude.") || owner->reason.starts_with("inside "))) {
+      float_reason = owner->reason.starts_with("inside ") ? owner->reason
+                                                           : "inside " + owner->node_name + ": " + owner->reason;
+    }
     for (const FloatRule rule : kFloatRules) {
-      if ((float_reason = rule(context, index))) break;
+      if (float_reason || (float_reason = rule(context, index))) break;
     }
     if (float_reason) {
       assignment.excluded = true;

@@ -55,8 +55,9 @@ std::optional<int32_t> output_type(const onnx::NodeProto& node,
 
 }  // namespace
 
-std::unordered_map<std::string, int32_t> infer_element_types(const ir::GraphView& graph) {
-  std::unordered_map<std::string, int32_t> types;
+std::unordered_map<std::string, int32_t> infer_element_types(const ir::GraphView& graph,
+                                                             const std::unordered_map<std::string, int32_t>& outer) {
+  std::unordered_map<std::string, int32_t> types = outer;
   const onnx::GraphProto& proto = graph.graph();
   for (const auto* infos : {&proto.input(), &proto.output(), &proto.value_info()}) {
     for (const onnx::ValueInfoProto& info : *infos) {
@@ -75,6 +76,16 @@ std::unordered_map<std::string, int32_t> infer_element_types(const ir::GraphView
     }
   }
   return types;
+}
+
+std::unordered_map<std::string, int32_t> infer_nested_element_types(const ir::GraphView& graph,
+                                                                    const std::unordered_map<std::string, int32_t>& outer) {
+  std::unordered_map<std::string, int32_t> types = infer_element_types(graph, outer);
+  std::unordered_map<std::string, int32_t> all = types;
+  for (size_t index = 0; index < graph.node_count(); ++index) {
+    for (const ir::GraphView* body : graph.subgraphs(index)) all.merge(infer_nested_element_types(*body, types));
+  }
+  return all;
 }
 
 bool is_integer_or_bool_type(int32_t elem_type) {

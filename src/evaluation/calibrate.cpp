@@ -6,8 +6,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -16,6 +17,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/evaluation.h"
+#include "mixprec/log.h"
 
 namespace mixprec {
 namespace {
@@ -42,6 +44,75 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
+// The inputs of every body (If/Loop/Scan, recursively) and the outputs of their nodes.
+void append_body_tensors(const onnx::GraphProto& graph, std::vector<std::string>& names) {
+  for (const auto& node : graph.node()) {
+    for (const auto& attribute : node.attribute()) {
+      std::vector<const onnx::GraphProto*> bodies;
+      if (attribute.has_g()) bodies.push_back(&attribute.g());
+      for (const auto& body : attribute.graphs()) bodies.push_back(&body);
+      for (const onnx::GraphProto* body : bodies) {
+        for (const auto& input : body->input()) names.push_back(input.name());
+        for (const auto& inner : body->node()) {
+          for (const auto& out : inner.output()) {
+            if (!out.empty()) names.push_back(out);
+          }
+        }
+        append_body_tensors(*body, names);
+      }
+    }
+  }
+}
+
+// The body (its path, "If_0.else_branch") defining each tensor of an If/Loop/Scan body: its
+// inputs and its nodes' outputs; tensors of the main graph are absent.
+void index_body_scopes(const onnx::GraphProto& graph, const std::string& scope,
+                       std::map<std::string, std::string>& scope_of) {
+  for (int n = 0; n < graph.node_size(); ++n) {
+    const onnx::NodeProto& node = graph.node(n);
+    const std::string owner = (scope.empty() ? "" : scope + "/") +
+                              (node.name().empty() ? node.op_type() + "#" + std::to_string(n) : node.name());
+    for (const auto& attribute : node.attribute()) {
+      std::vector<std::pair<const onnx::GraphProto*, std::string>> bodies;
+      if (attribute.has_g()) bodies.emplace_back(&attribute.g(), owner + "." + attribute.name());
+      for (int k = 0; k < attribute.graphs_size(); ++k) {
+        bodies.emplace_back(&attribute.graphs(k), owner + "." + attribute.name() + "[" + std::to_string(k) + "]");
+      }
+      for (const auto& [body, path] : bodies) {
+        for (const auto& input : body->input()) scope_of.emplace(input.name(), path);
+        for (const auto& inner : body->node()) {
+          for (const auto& out : inner.output()) scope_of.emplace(out, path);
+        }
+        index_body_scopes(*body, path, scope_of);
+      }
+    }
+  }
+}
+
+// Bodies none of whose tapped tensors was computed on any sample (a branch no sample took, a
+// loop that never iterated), outermost only: a warning each, naming the samples.
+void warn_about_bodies_never_run(const onnx::ModelProto& model, const std::vector<std::string>& tensors,
+                                 const std::vector<bool>& computed, const std::string& data, const std::string& label) {
+  std::map<std::string, std::string> scope_of;
+  index_body_scopes(model.graph(), "", scope_of);
+  std::map<std::string, std::pair<size_t, bool>> bodies;  // path -> (tapped tensors, any computed)
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const auto it = scope_of.find(tensors[t]);
+    if (it == scope_of.end()) continue;
+    auto& [count, ran] = bodies[it->second];
+    ++count;
+    ran = ran || computed[t];
+  }
+  std::string reported;  // the last body warned about: its nested bodies are not repeated
+  for (const auto& [path, entry] : bodies) {
+    if (entry.second || (!reported.empty() && path.starts_with(reported + "/"))) continue;
+    reported = path;
+    log_warning(label + ": calibration: " + path + " never ran on " + data + " (" + std::to_string(entry.first) +
+                " of its tensors have no statistics): its nodes stay float unless the config gives them a float "
+                "format (BF16/FP16); give calibration data that takes this branch to quantize them");
+  }
+}
+
 std::vector<std::string> main_graph_tensors(const onnx::ModelProto& model) {
   std::vector<std::string> names;
   for (const auto& node : model.graph().node()) {
@@ -56,12 +127,20 @@ std::vector<std::string> main_graph_tensors(const onnx::ModelProto& model) {
 
 std::string model_fingerprint(const onnx::ModelProto& model) {
   Fnv1a digest;
-  for (const auto& node : model.graph().node()) {
-    digest.add(node.op_type());
-    digest.add(node.name());
-    for (const auto& in : node.input()) digest.add(in);
-    for (const auto& out : node.output()) digest.add(out);
-  }
+  // Bodies follow their owner's attributes (a model without If/Loop/Scan digests as before).
+  const std::function<void(const onnx::GraphProto&)> add_graph = [&](const onnx::GraphProto& graph) {
+    for (const auto& node : graph.node()) {
+      digest.add(node.op_type());
+      digest.add(node.name());
+      for (const auto& in : node.input()) digest.add(in);
+      for (const auto& out : node.output()) digest.add(out);
+      for (const auto& attribute : node.attribute()) {
+        if (attribute.has_g()) add_graph(attribute.g());
+        for (const auto& body : attribute.graphs()) add_graph(body);
+      }
+    }
+  };
+  add_graph(model.graph());
   for (const auto& init : model.graph().initializer()) {
     digest.add(init.name());
     for (int64_t d : init.dims()) digest.add(std::to_string(d));
@@ -244,6 +323,7 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
     });
     const auto outputs = main_graph_tensors(prepared);
     tensors.insert(tensors.end(), outputs.begin(), outputs.end());
+    append_body_tensors(prepared.graph(), tensors);
   }
   const size_t available = source.size();
   const std::vector<size_t> used =
@@ -271,10 +351,14 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
       if (options.progress) options.progress(i + 1, total);
     }
     binner.drain();
+    std::vector<bool> computed(tensors.size());
     for (size_t t = 0; t < tensors.size(); ++t) {
+      computed[t] = binner.rank(t) >= 0;
       if (binner.rank(t) >= 0) stats.ranks[tensors[t]] = binner.rank(t);
       if (binner.seen(t)) stats.tensors.emplace(tensors[t], binner.stats(t));
     }
+    warn_about_bodies_never_run(prepared, tensors, computed, "the " + std::to_string(total) + " calibration samples (" +
+                                stats.data_description + ")", label);
   }
   stats.samples = total;
   return stats;

@@ -1,10 +1,13 @@
 #include "evaluation/exposure.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 
+#include "config/node_sites.h"
 #include "ir/graph_view.h"
 #include "mixprec/formats.h"
 #include "mixprec/rewrite.h"
@@ -32,43 +35,43 @@ bool is_integer(const std::optional<TensorQuantSpec>& spec) {
 
 std::set<std::string> tensors_read(const QuantConfig& config, const onnx::ModelProto& graph, const std::string& label) {
   const ir::GraphView view(graph.graph(), label);
-  std::map<std::string, const NodeAssignment*> by_name;
+  const std::vector<selection::NodeSite> sites = selection::node_sites(view);
   const std::vector<NodeAssignment> assignment = assign_layers(config, graph, label);
-  for (const auto& a : assignment) by_name.emplace(a.node_name, &a);
-  const auto integer_inputs = [&](const onnx::NodeProto& node) {
-    const auto it = by_name.find(node.name());
-    return it != by_name.end() && !it->second->excluded && is_integer(it->second->config.input_tensors);
+  // assign_layers gives one entry per site, in site order.
+  std::unordered_map<ir::NodeRef, size_t, ir::NodeRefHash> site_of;
+  for (size_t site = 0; site < sites.size(); ++site) site_of.emplace(sites[site].ref, site);
+  const auto integer_inputs = [&](const ir::GraphView& scope, size_t index) {
+    const size_t site = site_of.at({&scope, index});
+    return !assignment[site].excluded && is_integer(assignment[site].config.input_tensors);
   };
-  std::set<std::string> read;
-  for (size_t index = 0; index < view.node_count(); ++index) {
-    const onnx::NodeProto& node = view.node(index);
-    const auto it = by_name.find(node.name());
-    if (it == by_name.end() || it->second->excluded) continue;
-    const LayerConfig& layer = it->second->config;
+  std::set<std::string> read, constants;
+  for (size_t site = 0; site < sites.size(); ++site) {
+    const ir::GraphView& scope = *sites[site].ref.graph;
+    const onnx::NodeProto& node = sites[site].ref.node();
+    if (node.op_type() == "Constant") constants.insert(node.output().begin(), node.output().end());
+    if (assignment[site].excluded) continue;
+    const LayerConfig& layer = assignment[site].config;
     if (is_integer(layer.input_tensors)) {
       // Weights and biases are initializers; a computed one is quantized as an activation.
       for (const std::string& input : node.input()) {
-        if (!input.empty() && !view.is_initializer(input)) read.insert(input);
+        if (!input.empty() && scope.resolve_initializer(input) == nullptr) read.insert(input);
       }
     }
     const bool fused_output = config.extra.ort_cpu_fusion && is_integer(layer.input_tensors);
     if (!is_integer(layer.output_tensors) && !fused_output) continue;
     for (const std::string& output : node.output()) {
       if (output.empty()) continue;
-      const std::vector<size_t>& readers = view.consumers(output);
-      if (!is_integer(layer.output_tensors) && readers.size() == 1 && is_one_of(view.node(readers[0]), kGroupClosers) &&
-          !integer_inputs(view.node(readers[0])) && view.node(readers[0]).output_size() >= 1) {
-        read.insert(view.node(readers[0]).output(0));
+      const std::vector<size_t>& readers = scope.consumers(output);
+      if (!is_integer(layer.output_tensors) && readers.size() == 1 && is_one_of(scope.node(readers[0]), kGroupClosers) &&
+          !integer_inputs(scope, readers[0]) && scope.node(readers[0]).output_size() >= 1) {
+        read.insert(scope.node(readers[0]).output(0));
         continue;
       }
       read.insert(output);
     }
   }
   // Constant operands are quantized from their values, not from statistics.
-  std::erase_if(read, [&](const std::string& name) {
-    const auto producer = view.producer(name);
-    return producer && view.node(*producer).op_type() == "Constant";
-  });
+  std::erase_if(read, [&](const std::string& name) { return constants.contains(name); });
   return read;
 }
 
@@ -90,19 +93,28 @@ Exposure calibration_exposure(const onnx::ModelProto& calibration_graph, const Q
   for (auto& name : tensors_needing_rank(calibration_graph, kNewestUpgradeTarget, label)) tensors.insert(std::move(name));
 
   const ir::GraphView view(calibration_graph.graph(), label);
-  std::set<std::string> known;
-  for (const auto& input : calibration_graph.graph().input()) {
-    if (!view.is_initializer(input.name())) known.insert(input.name());
-  }
-  for (const auto& node : calibration_graph.graph().node()) known.insert(node.output().begin(), node.output().end());
+  // The graph inputs and node outputs of every graph (bodies' too), with the graph producing them.
+  std::map<std::string, const ir::GraphView*> known;
+  const std::function<void(const ir::GraphView&)> add_known = [&](const ir::GraphView& scope) {
+    for (const auto& input : scope.graph().input()) {
+      if (!scope.is_initializer(input.name())) known.emplace(input.name(), &scope);
+    }
+    for (size_t index = 0; index < scope.node_count(); ++index) {
+      for (const std::string& output : scope.node(index).output()) known.emplace(output, &scope);
+      for (const ir::GraphView* body : scope.subgraphs(index)) add_known(*body);
+    }
+  };
+  add_known(view);
   Exposure exposure;
   for (const auto& name : tensors) {
-    if (!known.count(name)) continue;  // not a tensor of the calibration graph (an initializer)
+    const auto it = known.find(name);
+    if (it == known.end()) continue;  // not a tensor of the calibration graph (an initializer)
     exposure.tensors.push_back(name);
-    const auto producer = view.producer(name);
-    if (!producer || !is_one_of(view.node(*producer), kFusedProducers)) continue;
-    const std::vector<size_t>& readers = view.consumers(name);
-    if (readers.size() == 1 && is_one_of(view.node(readers[0]), kFusedActivations)) exposure.pre_activations.push_back(name);
+    const ir::GraphView& scope = *it->second;
+    const auto producer = scope.producer(name);
+    if (!producer || !is_one_of(scope.node(*producer), kFusedProducers)) continue;
+    const std::vector<size_t>& readers = scope.consumers(name);
+    if (readers.size() == 1 && is_one_of(scope.node(readers[0]), kFusedActivations)) exposure.pre_activations.push_back(name);
   }
   return exposure;
 }

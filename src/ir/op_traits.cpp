@@ -46,9 +46,21 @@ constexpr OpTraits kOpTable[] = {
    .ort_fusion = Ort::kMatMul, .macs = Mac::kMatMul},
   {.op_type = "Einsum",    .flags = kCompute, .operand_inputs = kAllInputs},
   {.op_type = "Attention", .flags = kCompute, .operand_inputs = inputs({0, 1, 2})},
-  {.op_type = "LSTM",      .flags = kCompute, .operand_inputs = inputs({0, 1, 2})},
-  {.op_type = "GRU",       .flags = kCompute, .operand_inputs = inputs({0, 1, 2})},
-  {.op_type = "RNN",       .flags = kCompute, .operand_inputs = inputs({0, 1, 2})},
+  // Recurrent ops: X, initial_h (and initial_c) get the input spec, W [dirs, gates x hidden, in],
+  // R and P the weight spec (per channel along the gates x hidden axis), B the bias spec. ONNX
+  // Runtime's CPU LSTM/GRU/RNN take float only, so an integer format is emulated through DQ
+  // (Q/DQ on the activations, DQ on the stored int8 weights) and bf16/fp16 through cast pairs;
+  // the recurrence itself (gates, cell and hidden state between time steps) runs inside the op
+  // in float and cannot be quantized from the graph.
+  {.op_type = "LSTM",      .flags = kCompute, .operand_inputs = inputs({0, 1, 2}),
+   .config_role = CR::kWeighted, .weight_input = 1, .bias_input = 3, .extra_weight_inputs = inputs({2, 7}),
+   .weight_axis = Ax::kAxis1},
+  {.op_type = "GRU",       .flags = kCompute, .operand_inputs = inputs({0, 1, 2}),
+   .config_role = CR::kWeighted, .weight_input = 1, .bias_input = 3, .extra_weight_inputs = inputs({2}),
+   .weight_axis = Ax::kAxis1},
+  {.op_type = "RNN",       .flags = kCompute, .operand_inputs = inputs({0, 1, 2}),
+   .config_role = CR::kWeighted, .weight_input = 1, .bias_input = 3, .extra_weight_inputs = inputs({2}),
+   .weight_axis = Ax::kAxis1},
   {.domain = kMs, .op_type = "Attention",           .flags = kCompute, .operand_inputs = inputs({0, 1})},
   {.domain = kMs, .op_type = "MultiHeadAttention",  .flags = kCompute, .operand_inputs = inputs({0, 1, 2})},
   {.domain = kMs, .op_type = "GroupQueryAttention", .flags = kCompute, .operand_inputs = inputs({0, 1, 2})},

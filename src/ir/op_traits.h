@@ -114,6 +114,9 @@ struct OpTraits {
   // quantizes them as weight and bias only in kWeighted rows (config_weight_input()).
   int8_t weight_input = -1;
   int8_t bias_input = -1;
+  // Further constant weight operands quantized with the weight spec (kWeighted rows): a
+  // recurrent op's recurrence weights R and peepholes P. Per channel along the same axis.
+  uint16_t extra_weight_inputs = 0;
   // kNormalization: when this input is a constant, the op is plain scaling (hardswish's "/ 6"),
   // not normalization arithmetic; -1 when the op always normalizes.
   int8_t scaling_input = -1;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "common/text.h"
 #include "evaluation/stats_cache.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/error.h"
@@ -70,6 +71,20 @@ void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeRep
       ++report.nodes_float;
     }
   }
+}
+
+// Body nodes the rewrite left float for want of statistics (a branch calibration never took)
+// were counted as integer from their assignment: they are float, and the summary says which.
+void count_unobserved(QuantizeReport& report) {
+  const std::vector<std::string>& unobserved = report.rewrite.unobserved;
+  if (unobserved.empty()) return;
+  report.nodes_integer -= std::min(report.nodes_integer, unobserved.size());
+  report.nodes_float += unobserved.size();
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> named(unobserved.begin(), unobserved.begin() + static_cast<long>(std::min(kNamed, unobserved.size())));
+  report.rewrite.notes.push_back(
+      "left float: " + std::to_string(unobserved.size()) + " nodes in If/Loop/Scan bodies calibration never ran (" +
+      text::join(named, ", ") + (unobserved.size() > kNamed ? ", ..." : "") + ")");
 }
 
 std::string config_path_for(const std::string& output) {
@@ -179,6 +194,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
                 e.message() + "; give --calibration-data or --input-shape so mixprec can run the model once and "
                               "learn the ranks");
   }
+  count_unobserved(report);
   if (correct_biases) {
     BiasCorrectionSummary& bc = report.bias_correction.emplace();
     if (!kept) {
@@ -198,6 +214,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
       if (bc.layers > 0) {
         report.rewrite = {};
         quantized = quantize_model(std::move(*kept), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
+        report.rewrite.unobserved.clear();  // counted once, after the first rewrite
       }
     }
     kept.reset();

@@ -5,8 +5,9 @@
 //
 // Exporters such as paddle2onnx emit every weight as a Constant node; the rewrite passes
 // (BatchNormalization folding, offline weight quantization) look for initializers, so this
-// runs first. Only Constants of the main graph with a tensor-valued attribute (`value`,
-// `value_float(s)`, `value_int(s)`) are converted; sparse and string constants stay.
+// runs first. Constants with a tensor-valued attribute (`value`, `value_float(s)`,
+// `value_int(s)`) are converted, in the main graph and in If/Loop/Scan bodies (a body's constant
+// becomes an initializer of that body); sparse and string constants stay.
 #include "rewrite/constants_to_initializers.h"
 
 #include <optional>
@@ -45,13 +46,14 @@ std::optional<onnx::TensorProto> constant_value(const onnx::NodeProto& node) {
   return tensor;
 }
 
-}  // namespace
-
-size_t constants_to_initializers(onnx::ModelProto& model) {
-  onnx::GraphProto& graph = *model.mutable_graph();
+size_t constants_to_graph_initializers(onnx::GraphProto& graph) {
   google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
   size_t converted = 0;
   for (auto& node : *graph.mutable_node()) {
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) converted += constants_to_graph_initializers(*attribute.mutable_g());
+      for (auto& body : *attribute.mutable_graphs()) converted += constants_to_graph_initializers(body);
+    }
     if (auto tensor = constant_value(node)) {
       *graph.add_initializer() = std::move(*tensor);
       ++converted;
@@ -62,5 +64,9 @@ size_t constants_to_initializers(onnx::ModelProto& model) {
   graph.mutable_node()->Swap(&kept);
   return converted;
 }
+
+}  // namespace
+
+size_t constants_to_initializers(onnx::ModelProto& model) { return constants_to_graph_initializers(*model.mutable_graph()); }
 
 }  // namespace mixprec::rewrite

@@ -43,19 +43,45 @@ namespace {
 
 class Inserter {
  public:
+  using ByPath = std::unordered_map<std::string, const NodeAssignment*>;
+
   Inserter(onnx::ModelProto& model, const CalibrationStats& stats, const QuantizeOptions& options,
            const std::string& label, RewriteSummary& summary)
       : graph_(*model.mutable_graph()), options_(options), label_(label), summary_(summary),
         specs_(graph_, stats, options, label), pairs_(model, label, summary) {}
+  // A body of a node of `outer`'s graph; `scope` is the body's path ("If_3.then_branch").
+  Inserter(onnx::GraphProto& body, Inserter& outer, std::string scope)
+      : graph_(body), options_(outer.options_), label_(outer.label_), summary_(outer.summary_),
+        specs_(body, outer.specs_), pairs_(body, outer.pairs_), scope_(std::move(scope)) {}
 
   void run(const std::vector<NodeAssignment>& assignment) {
-    std::unordered_map<std::string, const NodeAssignment*> by_name;
-    for (const auto& a : assignment) by_name.emplace(a.node_name, &a);
+    ByPath by_path;
+    for (const auto& a : assignment) by_path.emplace(a.node_name, &a);
+    run(by_path);
+  }
+
+  int64_t required_opset() const { return pairs_.required_opset(); }
+
+ private:
+  // Nodes are named by path (config/node_sites.h): their own name in the main graph.
+  std::string path_of(const onnx::NodeProto& node) const {
+    return scope_.empty() ? node.name() : scope_ + "/" + node.name();
+  }
+
+  void run(const ByPath& by_path) {
     google::protobuf::RepeatedPtrField<onnx::NodeProto> original;
     original.Swap(graph_.mutable_node());
     for (auto& node : original) {
-      const auto it = by_name.find(node.name());
-      if (it != by_name.end() && !it->second->excluded) {
+      const std::string path = path_of(node);
+      for (auto& attribute : *node.mutable_attribute()) {  // bodies first: they run inside the node
+        if (attribute.has_g()) Inserter(*attribute.mutable_g(), *this, path + "." + attribute.name()).run(by_path);
+        for (int k = 0; k < attribute.graphs_size(); ++k) {
+          Inserter(*attribute.mutable_graphs(k), *this, path + "." + attribute.name() + "[" + std::to_string(k) + "]")
+              .run(by_path);
+        }
+      }
+      const auto it = by_path.find(path);
+      if (it != by_path.end() && !it->second->excluded && observed(node, path, it->second->config)) {
         rewrite_node(std::move(node), it->second->config);
       } else {
         *graph_.add_node() = std::move(node);
@@ -65,9 +91,35 @@ class Inserter {
     remove_unused(graph_);
   }
 
-  int64_t required_opset() const { return pairs_.required_opset(); }
+  // In a body, an activation calibration never saw (a branch no calibration sample took) leaves
+  // the node float, with a note, where its config would quantize it to an integer format; in the
+  // main graph the missing statistics are an error (resolve()).
+  bool observed(const onnx::NodeProto& node, const std::string& path, const LayerConfig& config) {
+    if (scope_.empty()) return true;
+    const ir::OpTraits& traits = ir::op_traits(node);
+    const auto integer = [](const std::optional<TensorQuantSpec>& spec) {
+      return spec && format_traits(spec->format).is_integer;
+    };
+    std::vector<std::string> missing;
+    for (int i = 0; i < node.input_size() && integer(config.input_tensors); ++i) {
+      const std::string& input = node.input(i);
+      if (input.empty() || is_float_initializer(node, i) || i == traits.config_weight_input() ||
+          i == traits.config_bias_input() || !specs_.is_float_tensor(input) || specs_.has_statistics(input)) {
+        continue;
+      }
+      missing.push_back(input);
+    }
+    for (const std::string& output : node.output()) {
+      if (integer(config.output_tensors) && !output.empty() && specs_.is_float_tensor(output) &&
+          !specs_.has_statistics(output)) {
+        missing.push_back(output);
+      }
+    }
+    if (missing.empty()) return true;
+    summary_.unobserved.push_back(path);
+    return false;
+  }
 
- private:
   void rewrite_node(onnx::NodeProto node, const LayerConfig& config) {
     const ir::OpTraits& traits = ir::op_traits(node);
     const int weight_index = is_float_initializer(node, traits.config_weight_input()) ? traits.config_weight_input() : -1;
@@ -80,9 +132,12 @@ class Inserter {
       any_fp16 = any_fp16 || f == FormatId::kFloat16;
     };
 
+    const auto extra_weight = [&](int i) {
+      return ir::mask_has_input(traits.extra_weight_inputs, i) && is_float_initializer(node, i);
+    };
     for (int i = 0; i < node.input_size(); ++i) {
       const std::string& input = node.input(i);
-      if (input.empty() || i == weight_index || i == bias_index) continue;
+      if (input.empty() || i == weight_index || i == bias_index || (weight_index >= 0 && extra_weight(i))) continue;
       if (!config.input_tensors || config.input_tensors->format == FormatId::kFloat32) continue;
       if (!specs_.is_float_tensor(input)) continue;
       const ResolvedSpec spec = specs_.resolve(input, *config.input_tensors);
@@ -95,10 +150,17 @@ class Inserter {
       const int64_t axis = config.weight->ch_axis.value_or(ir::weight_channel_axis(traits, node, w.dims_size()));
       weight_spec = weight_operand(node, weight_index, *config.weight, axis);
       note_format(weight_spec->format);
+      for (int i = 0; i < node.input_size(); ++i) {
+        if (!extra_weight(i)) continue;
+        const int64_t rank = specs_.initializer(node.input(i))->dims_size();
+        weight_operand(node, i, *config.weight, config.weight->ch_axis.value_or(ir::weight_channel_axis(traits, node, static_cast<int>(rank))));
+      }
     }
     // Int32Bias applies whenever input and weight are integer, whatever the bias spec says
     // (as in Quark); otherwise the bias spec decides.
-    const bool int32_bias = options_.int32_bias && input_spec && input_spec->is_integer() && weight_spec &&
+    // (Not a recurrent op's: its bias is added to each gate in float, not to one accumulator.)
+    const bool int32_bias = options_.int32_bias && traits.extra_weight_inputs == 0 && input_spec &&
+                            input_spec->is_integer() && weight_spec &&
                             weight_spec->is_integer() && input_spec->params.scale.size() == 1;
     if (bias_index >= 0 && int32_bias) {
       int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
@@ -258,6 +320,7 @@ class Inserter {
   const ActivationSpecs specs_;
   PairWriter pairs_;
   std::map<std::tuple<std::string, FormatId, std::vector<float>, std::vector<int32_t>>, std::string> shared_pairs_;
+  std::string scope_;  // "" for the main graph
 };
 
 }  // namespace

@@ -33,16 +33,23 @@ ActivationSpecs::ActivationSpecs(const onnx::GraphProto& graph, const Calibratio
                                  const QuantizeOptions& options, const std::string& label)
     : stats_(stats), options_(options), label_(label), initializers_(index_initializers(graph)) {
   const ir::GraphView view(graph, label);
-  element_types_ = selection::infer_element_types(view);
-  for (const auto& node : graph.node()) {
-    if ((ir::op_traits(node).flags & ir::kBoundedOutput) != 0 && node.output_size() > 0) bounded_.insert(node.output(0));
+  auto model = std::make_shared<Model>();
+  model->element_types = selection::infer_nested_element_types(view);
+  for (const ir::NodeRef& ref : view.nested_nodes()) {
+    const onnx::NodeProto& node = ref.node();
+    if ((ir::op_traits(node).flags & ir::kBoundedOutput) != 0 && node.output_size() > 0) model->bounded.insert(node.output(0));
   }
+  model_ = std::move(model);
 }
+
+ActivationSpecs::ActivationSpecs(const onnx::GraphProto& body, const ActivationSpecs& outer)
+    : stats_(outer.stats_), options_(outer.options_), label_(outer.label_), initializers_(index_initializers(body)),
+      outer_(&outer), model_(outer.model_) {}
 
 ResolvedSpec ActivationSpecs::resolve(const std::string& tensor, const TensorQuantSpec& spec) const {
   if (!format_traits(spec.format).is_integer) return {spec.format, {}};
   if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) {
-    return resolve_stats(it->second, spec, bounded_.contains(tensor));
+    return resolve_stats(it->second, spec, model_->bounded.contains(tensor));
   }
   if (const auto it = constant_stats_.find(tensor); it != constant_stats_.end()) return resolve_stats(it->second, spec);
   const onnx::TensorProto* constant = initializer(tensor);
@@ -84,13 +91,18 @@ ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const Tens
 
 bool ActivationSpecs::is_float_tensor(const std::string& name) const {
   if (stats_.tensors.count(name)) return true;
-  const auto it = element_types_.find(name);
-  return it == element_types_.end() || it->second == onnx::TensorProto::FLOAT;
+  const auto it = model_->element_types.find(name);
+  return it == model_->element_types.end() || it->second == onnx::TensorProto::FLOAT;
+}
+
+bool ActivationSpecs::has_statistics(const std::string& tensor) const {
+  return stats_.tensors.contains(tensor) || initializer(tensor) != nullptr;
 }
 
 const onnx::TensorProto* ActivationSpecs::initializer(const std::string& name) const {
   const auto it = initializers_.find(name);
-  return it == initializers_.end() ? nullptr : it->second;
+  if (it != initializers_.end()) return it->second;
+  return outer_ ? outer_->initializer(name) : nullptr;
 }
 
 bool ActivationSpecs::is_float_initializer(const std::string& name) const {
@@ -101,12 +113,15 @@ bool ActivationSpecs::is_float_initializer(const std::string& name) const {
 // --- PairWriter ------------------------------------------------------------------------------
 
 PairWriter::PairWriter(onnx::ModelProto& model, const std::string& label, RewriteSummary& summary)
-    : graph_(*model.mutable_graph()), label_(label), summary_(summary), names_(model) {}
+    : graph_(*model.mutable_graph()), label_(label), summary_(summary), root_(this), names_(model) {}
+
+PairWriter::PairWriter(onnx::GraphProto& body, PairWriter& outer)
+    : graph_(body), label_(outer.label_), summary_(outer.summary_), root_(outer.root_) {}
 
 std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spec, const std::string& out,
                                   std::vector<onnx::NodeProto>& nodes) {
   if (!spec.is_integer()) {
-    const std::string low = names_.fresh(in + cast_suffix(spec.format) + "_low");
+    const std::string low = names().fresh(in + cast_suffix(spec.format) + "_low");
     nodes.push_back(cast_node(in, low, dtype_to_onnx(format_traits(spec.format).storage)));
     nodes.push_back(cast_node(low, out, onnx::TensorProto::FLOAT));
     need_opset(spec.format == FormatId::kBFloat16 ? kOpsetBFloat16Cast : kOpsetFloat16Cast);
@@ -114,13 +129,13 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
     return "";
   }
   const auto [scale, zero_point] = add_params(in, spec.format, spec.params);
-  const std::string q = names_.fresh(in + "_q");
+  const std::string q = names().fresh(in + "_q");
   nodes.push_back(ir::make_node({.op_type = "QuantizeLinear",
-                                 .name = names_.fresh(in + "_QuantizeLinear"),
+                                 .name = names().fresh(in + "_QuantizeLinear"),
                                  .inputs = {in, scale, zero_point},
                                  .outputs = {q}}));
   nodes.push_back(ir::make_node({.op_type = "DequantizeLinear",
-                                 .name = names_.fresh(in + "_DequantizeLinear"),
+                                 .name = names().fresh(in + "_DequantizeLinear"),
                                  .inputs = {q, scale, zero_point},
                                  .outputs = {out}}));
   need_opset(std::max(kOpsetPerTensorQdq, format_traits(spec.format).min_opset));
@@ -129,24 +144,24 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
 }
 
 std::string PairWriter::pair_output_name(const std::string& tensor, const ResolvedSpec& spec) {
-  return names_.fresh(tensor + (spec.is_integer() ? "_dq" : cast_suffix(spec.format)));
+  return names().fresh(tensor + (spec.is_integer() ? "_dq" : cast_suffix(spec.format)));
 }
 
 std::pair<std::string, std::string> PairWriter::add_params(const std::string& base, FormatId format,
                                                            const QuantParams& params) {
   const Shape shape = params.axis >= 0 ? Shape{static_cast<int64_t>(params.scale.size())} : Shape{};
-  const std::string scale = names_.fresh(base + "_scale");
+  const std::string scale = names().fresh(base + "_scale");
   add_initializer(tensor_to_proto(Tensor::from_floats(shape, params.scale), scale));
   Tensor zp(format_traits(format).storage, shape);
   for (size_t i = 0; i < params.zero_point.size(); ++i) store_code(zp, i, params.zero_point[i]);
-  const std::string zero_point = names_.fresh(base + "_zero_point");
+  const std::string zero_point = names().fresh(base + "_zero_point");
   add_initializer(tensor_to_proto(zp, zero_point));
   return {scale, zero_point};
 }
 
 onnx::NodeProto PairWriter::cast_node(const std::string& in, const std::string& out, int32_t to) {
   return ir::make_node({.op_type = "Cast",
-                        .name = names_.fresh(out + "_Cast"),
+                        .name = names().fresh(out + "_Cast"),
                         .inputs = {in},
                         .outputs = {out},
                         .attributes = {ir::make_int_attribute("to", to)}});

@@ -7,6 +7,8 @@
 //                    fresh names, counted in the RewriteSummary, and the opset they need.
 #pragma once
 
+#include <memory>
+
 #include <cstdint>
 #include <map>
 #include <span>
@@ -41,8 +43,11 @@ struct ResolvedSpec {
 // The activation side of a graph as a pass sees it when it starts. Borrows its arguments.
 class ActivationSpecs {
  public:
+  // `graph`: the main graph; its bodies' tensors (If/Loop/Scan) are known too.
   ActivationSpecs(const onnx::GraphProto& graph, const CalibrationStats& stats, const QuantizeOptions& options,
                   const std::string& label);
+  // The view from inside `body`, a subgraph of `outer`'s graph: its initializers, then outer's.
+  ActivationSpecs(const onnx::GraphProto& body, const ActivationSpecs& outer);
 
   // `spec` for `tensor`: the range from the tensor's statistics (an initializer's values when
   // calibration did not see it) through the spec's method. kBadInput when there are neither.
@@ -54,6 +59,8 @@ class ActivationSpecs {
   // as float32 by calibration. Tensors of another known type (int64 shapes, bool masks) pass
   // through; a tensor of unknown type without statistics is an error in resolve().
   bool is_float_tensor(const std::string& name) const;
+  // Statistics or constant values to quantize `tensor` from.
+  bool has_statistics(const std::string& tensor) const;
   // An initializer of the graph as it was when this was made; nullptr otherwise.
   const onnx::TensorProto* initializer(const std::string& name) const;
   bool is_float_initializer(const std::string& name) const;
@@ -66,8 +73,13 @@ class ActivationSpecs {
   const QuantizeOptions& options_;
   const std::string& label_;
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
-  std::unordered_map<std::string, int32_t> element_types_;  // declared or inferred
-  std::unordered_set<std::string> bounded_;  // outputs of ops with ir::kBoundedOutput
+  const ActivationSpecs* outer_ = nullptr;  // a body's enclosing graph
+  // Of the whole model (the main graph's specs own them, a body's borrow them).
+  struct Model {
+    std::unordered_map<std::string, int32_t> element_types;  // declared or inferred
+    std::unordered_set<std::string> bounded;  // outputs of ops with ir::kBoundedOutput
+  };
+  std::shared_ptr<const Model> model_;
   mutable std::map<std::string, TensorStats> constant_stats_;
 };
 
@@ -76,8 +88,12 @@ class ActivationSpecs {
 class PairWriter {
  public:
   PairWriter(onnx::ModelProto& model, const std::string& label, RewriteSummary& summary);
+  // Writes into `body`, a subgraph of `outer`'s graph, sharing its names, summary and opset.
+  PairWriter(onnx::GraphProto& body, PairWriter& outer);
+  PairWriter(const PairWriter&) = delete;  // bodies' writers point at their root
+  PairWriter& operator=(const PairWriter&) = delete;
 
-  ir::NameAllocator& names() { return names_; }
+  ir::NameAllocator& names() { return root_->names_; }
   const std::string& label() const { return label_; }
   RewriteSummary& summary() { return summary_; }
 
@@ -95,15 +111,16 @@ class PairWriter {
   void add_initializer(onnx::TensorProto tensor) { new_initializers_.push_back(std::move(tensor)); }
   void flush_initializers();
 
-  void need_opset(int64_t opset) { required_opset_ = std::max(required_opset_, opset); }
-  // The default-domain opset the written nodes need.
-  int64_t required_opset() const { return required_opset_; }
+  void need_opset(int64_t opset) { root_->required_opset_ = std::max(root_->required_opset_, opset); }
+  // The default-domain opset the written nodes need (in every graph).
+  int64_t required_opset() const { return root_->required_opset_; }
 
  private:
   onnx::GraphProto& graph_;
   const std::string& label_;
   RewriteSummary& summary_;
-  ir::NameAllocator names_;
+  PairWriter* root_;  // this, or the main graph's writer
+  ir::NameAllocator names_;  // the root's only
   std::vector<onnx::TensorProto> new_initializers_;
   int64_t required_opset_ = 0;
 };

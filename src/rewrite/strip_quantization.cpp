@@ -10,7 +10,7 @@
 // whose output is a graph output keeps the output's name (its source tensor is renamed). A
 // Q whose codes are also read elsewhere (or a graph input holding codes) stays: the model
 // really computes on them. QOperator kernels cannot be stripped by removing nodes and are
-// kUnsupported. Preconditions: subgraphs are left as they are (noted).
+// kUnsupported. If/Loop/Scan bodies are stripped the same way, each inside its own body.
 #include "mixprec/rewrite.h"
 
 #include <unordered_map>
@@ -60,13 +60,15 @@ Tensor dequantize_constant(const Tensor& codes, const Tensor& scale, const std::
   return out;
 }
 
+// Strips one graph: `view` indexes it as it was, `graph` is the copy that is edited (its nodes
+// in the view's order until run() removes some). Bodies are stripped first, each on its own.
 class Stripper {
  public:
-  Stripper(const onnx::ModelProto& model, const std::string& label, StripSummary& summary)
-      : model_(model), label_(label), summary_(summary) {}
+  Stripper(const ir::GraphView& view, const std::string& label, StripSummary& summary, ir::NameAllocator& names)
+      : view_(view), label_(label), summary_(summary), names_(names) {}
 
-  onnx::ModelProto run() {
-    const ir::GraphView view(model_.graph(), label_);
+  void run(onnx::GraphProto& graph) {
+    const ir::GraphView& view = view_;
     for (size_t i = 0; i < view.node_count(); ++i) {
       const onnx::NodeProto& node = view.node(i);
       for (const char* op : kQOperatorOps) {
@@ -75,20 +77,21 @@ class Stripper {
                                         "): dequantize strips QDQ and cast-pair models, not QOperator ones");
         }
       }
-      if (!node.attribute().empty() && has_subgraph(node)) {
-        summary_.notes.push_back("subgraphs of '" + node.name() + "' left as they are");
+      if (!has_subgraph(node)) continue;
+      const std::vector<const ir::GraphView*> bodies = view.subgraphs(i);
+      size_t b = 0;
+      for (auto& attribute : *graph.mutable_node(static_cast<int>(i))->mutable_attribute()) {
+        if (attribute.has_g()) Stripper(*bodies.at(b++), label_, summary_, names_).run(*attribute.mutable_g());
+        for (auto& body : *attribute.mutable_graphs()) Stripper(*bodies.at(b++), label_, summary_, names_).run(body);
       }
     }
     for (size_t i = 0; i < view.node_count(); ++i) match_node(view, i);
 
-    onnx::ModelProto out = model_;
-    onnx::GraphProto& graph = *out.mutable_graph();
     auto* nodes = graph.mutable_node();
     for (int i = nodes->size() - 1; i >= 0; --i) {
       if (drop_.count(static_cast<size_t>(i))) nodes->DeleteSubrange(i, 1);
     }
     for (auto& init : folded_) *graph.add_initializer() = std::move(init);
-    ir::NameAllocator names(model_);
     for (const auto& [from, unused] : bypass_) {
       const std::string source = source_of(from);
       if (!view.is_graph_output(from)) {
@@ -98,11 +101,10 @@ class Stripper {
       } else {
         // The source is a graph input, an initializer or another output: bridge it.
         *graph.add_node() = ir::make_node(
-            {.op_type = "Identity", .name = names.fresh(from + "_Identity"), .inputs = {source}, .outputs = {from}});
+            {.op_type = "Identity", .name = names_.fresh(from + "_Identity"), .inputs = {source}, .outputs = {from}});
       }
     }
     rewrite::remove_unused(graph);
-    return out;
   }
 
  private:
@@ -133,7 +135,7 @@ class Stripper {
       return;
     }
     if (node.op_type() == "Cast" && cast_to(node) == onnx::TensorProto::FLOAT) {
-      const onnx::TensorProto* init = view.initializer(node.input(0));
+      const onnx::TensorProto* init = view.resolve_initializer(node.input(0));
       if (init && is_low_float(init->data_type())) {
         const Tensor low = tensor_from_proto(*init, label_);
         folded_.push_back(tensor_to_proto(Tensor::from_floats(low.shape(), low.to_floats()), node.output(0)));
@@ -163,12 +165,12 @@ class Stripper {
   // DequantizeLinear of constant codes → a float initializer named as its output.
   bool fold_constant_dq(const ir::GraphView& view, size_t i) {
     const onnx::NodeProto& node = view.node(i);
-    const onnx::TensorProto* codes = view.initializer(node.input(0));
-    const onnx::TensorProto* scale = node.input_size() > 1 ? view.initializer(node.input(1)) : nullptr;
+    const onnx::TensorProto* codes = view.resolve_initializer(node.input(0));
+    const onnx::TensorProto* scale = node.input_size() > 1 ? view.resolve_initializer(node.input(1)) : nullptr;
     if (!codes || !scale) return false;
     std::optional<Tensor> zero_point;
     if (node.input_size() > 2 && !node.input(2).empty()) {
-      const onnx::TensorProto* zp = view.initializer(node.input(2));
+      const onnx::TensorProto* zp = view.resolve_initializer(node.input(2));
       if (!zp) return false;
       zero_point = tensor_from_proto(*zp, label_);
     }
@@ -181,9 +183,10 @@ class Stripper {
     return true;
   }
 
-  const onnx::ModelProto& model_;
+  const ir::GraphView& view_;
   const std::string& label_;
   StripSummary& summary_;
+  ir::NameAllocator& names_;
   std::unordered_set<size_t> drop_;
   std::unordered_map<std::string, std::string> bypass_;  // removed tensor → the tensor it stood for
   std::vector<onnx::TensorProto> folded_;
@@ -194,7 +197,10 @@ class Stripper {
 onnx::ModelProto strip_quantization(const onnx::ModelProto& model, const std::string& label, StripSummary* summary) {
   StripSummary local;
   StripSummary& s = summary ? *summary : local;
-  onnx::ModelProto out = Stripper(model, label, s).run();
+  const ir::GraphView view(model.graph(), label);
+  ir::NameAllocator names(model);
+  onnx::ModelProto out = model;
+  Stripper(view, label, s, names).run(*out.mutable_graph());
   return out;
 }
 

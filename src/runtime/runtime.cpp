@@ -7,6 +7,7 @@
 #include <functional>
 #include <exception>
 #include <mutex>
+#include <map>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -241,6 +242,7 @@ constexpr const char* kTapOp = "Tap";
 
 struct TapEntry {
   TapSink* sink = nullptr;
+  size_t count = 0;          // the sink's taps; higher indices only carry a body's chain out
   std::exception_ptr error;  // the first failure of a run, rethrown by run_taps
 };
 
@@ -282,7 +284,7 @@ struct TapKernel {
     const std::shared_ptr<TapEntry> entry = TapRegistry::instance().find(session_);
     try {
       Ort::KernelContext ctx(context);
-      if (entry && !entry->error) {
+      if (entry && !entry->error && index_ < entry->count) {
         const Ort::ConstValue value = ctx.GetInput(1);
         const auto info = value.GetTensorTypeAndShapeInfo();
         TensorView view;
@@ -330,36 +332,26 @@ OrtCustomOpDomain* tap_domain() {
   return domain;
 }
 
-// `model` with a tap node reading each of `tensors`; returns the name of the output run_taps
-// fetches. The taps form a chain, each reading the previous tap's (scalar) output first and
-// then its tensor, in the order the graph computes the tensors: ONNX Runtime orders execution
-// by a depth-first walk from the fetched outputs, inputs first, so the chain puts each tap
-// right after the nodes its tensor needs, and the tensor's buffer is free after its last
-// reader, as without the tap. (Independent taps, each a graph output, would all run at the
-// end and keep every tapped tensor alive at once.)
-std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& tensors, int64_t session,
-                     const std::string& label) {
-  onnx::GraphProto& graph = *model.mutable_graph();
-  std::unordered_map<std::string, size_t> position;  // where each tensor becomes available
-  for (const auto& input : graph.input()) position.emplace(input.name(), 0);
-  for (int n = 0; n < graph.node_size(); ++n) {
-    for (const auto& out : graph.node(n).output()) position.emplace(out, static_cast<size_t>(n) + 1);
+// Every graph of `graph`'s tree (itself first, then the bodies of its nodes, depth first).
+void for_each_graph(onnx::GraphProto& graph, const std::function<void(onnx::GraphProto&)>& visit) {
+  visit(graph);
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) for_each_graph(*attribute.mutable_g(), visit);
+      for (auto& body : *attribute.mutable_graphs()) for_each_graph(body, visit);
+    }
   }
-  for (const auto& init : graph.initializer()) {
-    if (position.contains(init.name()) && position.at(init.name()) == 0) position.erase(init.name());
-  }
-  for (const auto& name : tensors) {
-    if (!position.contains(name)) throw_bad_input(label, "no tensor named '" + name + "' in the main graph");
-  }
-  std::set<std::string> names;
-  for (const auto& [name, at] : position) names.insert(name);
-  for (const auto& init : graph.initializer()) names.insert(init.name());
-  std::vector<size_t> order(tensors.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return position.at(tensors[a]) < position.at(tensors[b]); });
+}
+
+// Chains a tap node reading each of `taps` (tap index, tensor) into `graph`, in the order the
+// graph computes the tensors; returns the chain's last output ("" when `taps` is empty).
+std::string chain_taps(onnx::GraphProto& graph, std::vector<std::pair<size_t, std::string>> taps,
+                       const std::unordered_map<std::string, size_t>& position, int64_t session,
+                       std::set<std::string>& names) {
+  std::stable_sort(taps.begin(), taps.end(),
+                   [&](const auto& a, const auto& b) { return position.at(a.second) < position.at(b.second); });
   std::string previous;
-  for (size_t i : order) {
+  for (const auto& [i, tensor] : taps) {
     std::string out = "mixprec_tap_" + std::to_string(i);
     while (names.count(out)) out += "_";
     names.insert(out);
@@ -368,7 +360,7 @@ std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& te
     node.set_domain(kTapDomain);
     node.set_name(out);
     node.add_input(previous);  // "" for the first: an omitted optional input
-    node.add_input(tensors[i]);
+    node.add_input(tensor);
     node.add_output(out);
     for (const auto& [key, value] : {std::pair{"session", session}, std::pair{"index", static_cast<int64_t>(i)}}) {
       auto& attribute = *node.add_attribute();
@@ -378,8 +370,104 @@ std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& te
     }
     previous = out;
   }
+  return previous;
+}
+
+// `model` with a tap node reading each of `tensors`; returns the name of the output run_taps
+// fetches. The taps form a chain, each reading the previous tap's (scalar) output first and
+// then its tensor, in the order the graph computes the tensors: ONNX Runtime orders execution
+// by a depth-first walk from the fetched outputs, inputs first, so the chain puts each tap
+// right after the nodes its tensor needs, and the tensor's buffer is free after its last
+// reader, as without the tap. (Independent taps, each a graph output, would all run at the
+// end and keep every tapped tensor alive at once.)
+// A tensor computed inside an If/Loop/Scan body (or a body's own input) is tapped inside that
+// body, where ONNX Runtime runs it each time the body runs: once per taken branch, once per
+// iteration. A body's chain ends in a body output: an extra output of the body and of the node
+// that owns it (an If's other branch gives a 0 for it; a Loop or Scan stacks it per iteration),
+// which the enclosing graph's chain reads, so fetching the main chain runs every body with taps.
+std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& tensors, int64_t session,
+                     const std::string& label) {
+  std::set<std::string> names;
+  // Where each tensor becomes available, per graph; tensors in the graph that defines them.
+  std::map<const onnx::GraphProto*, std::unordered_map<std::string, size_t>> positions;
+  std::unordered_map<std::string, const onnx::GraphProto*> defined_in;
+  for_each_graph(*model.mutable_graph(), [&](onnx::GraphProto& graph) {
+    auto& position = positions[&graph];
+    for (const auto& input : graph.input()) position.emplace(input.name(), 0);
+    for (int n = 0; n < graph.node_size(); ++n) {
+      for (const auto& out : graph.node(n).output()) position.emplace(out, static_cast<size_t>(n) + 1);
+      names.insert(graph.node(n).name());
+    }
+    for (const auto& init : graph.initializer()) {
+      names.insert(init.name());
+      if (position.contains(init.name()) && position.at(init.name()) == 0) position.erase(init.name());
+    }
+    for (const auto& [name, at] : position) {
+      names.insert(name);
+      defined_in.emplace(name, &graph);  // the first graph (outermost, then node order) that defines it
+    }
+  });
+  std::map<const onnx::GraphProto*, std::vector<std::pair<size_t, std::string>>> taps;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto it = defined_in.find(tensors[i]);
+    if (it == defined_in.end()) throw_bad_input(label, "no tensor named '" + tensors[i] + "' in the model");
+    taps[it->second].emplace_back(i, tensors[i]);
+  }
+  // Bottom up: a body's chain becomes an output of its owner, which its own graph then taps.
+  const std::function<std::string(onnx::GraphProto&)> tap_graph = [&](onnx::GraphProto& graph) -> std::string {
+    auto& position = positions[&graph];
+    std::vector<std::pair<size_t, std::string>> own = taps[&graph];
+    for (int n = 0; n < graph.node_size(); ++n) {
+      onnx::NodeProto& node = *graph.mutable_node(n);
+      std::vector<std::pair<onnx::GraphProto*, std::string>> ends;  // body, its chain's end
+      for (auto& attribute : *node.mutable_attribute()) {
+        if (attribute.has_g()) ends.emplace_back(attribute.mutable_g(), tap_graph(*attribute.mutable_g()));
+        for (auto& body : *attribute.mutable_graphs()) ends.emplace_back(&body, tap_graph(body));
+      }
+      if (std::none_of(ends.begin(), ends.end(), [](const auto& e) { return !e.second.empty(); })) continue;
+      if (node.op_type() != "If" && node.op_type() != "Loop" && node.op_type() != "Scan") {
+        throw_unsupported(label, "node '" + node.name() + "' (" + node.op_type() +
+                                     "): calibration cannot observe tensors inside its subgraph (only If, Loop and "
+                                     "Scan bodies are run with taps)");
+      }
+      for (auto& [body, end] : ends) {
+        std::string value = end;
+        if (value.empty()) {  // an If branch without taps: a 0 for the tap output
+          value = "mixprec_tap_none";
+          while (names.count(value)) value += "_";
+          names.insert(value);
+          onnx::NodeProto& zero = *body->add_node();
+          zero.set_op_type("Constant");
+          zero.set_name(value);
+          zero.add_output(value);
+          auto& attribute = *zero.add_attribute();
+          attribute.set_name("value");
+          attribute.set_type(onnx::AttributeProto::TENSOR);
+          attribute.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+          attribute.mutable_t()->add_float_data(0.0f);
+        }
+        auto& output = *body->add_output();
+        output.set_name(value);
+        output.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+        output.mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar (Scan wants the shape)
+      }
+      std::string out = "mixprec_tap_" + node.name();
+      while (names.count(out)) out += "_";
+      names.insert(out);
+      node.add_output(out);  // If: the branch's scalar; Loop/Scan: one per iteration, stacked
+      if (node.op_type() == "Scan") {
+        for (auto& attribute : *node.mutable_attribute()) {
+          if (attribute.name() == "scan_output_axes" || attribute.name() == "scan_output_directions") attribute.add_ints(0);
+        }
+      }
+      position.emplace(out, static_cast<size_t>(n) + 1);
+      own.emplace_back(tensors.size(), out);  // an index past the sink's taps: not observed
+    }
+    return chain_taps(graph, own, position, session, names);
+  };
+  const std::string previous = tap_graph(*model.mutable_graph());
   if (!previous.empty()) {
-    auto& output = *graph.add_output();
+    auto& output = *model.mutable_graph()->add_output();
     output.set_name(previous);
     output.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
   }
@@ -519,6 +607,7 @@ Session Session::tapped(const onnx::ModelProto& model, const std::string& label,
   ensure_api();
   auto entry = std::make_shared<TapEntry>();
   entry->sink = &sink;
+  entry->count = tensors.size();
   const int64_t id = TapRegistry::instance().add(entry);
   std::vector<std::string> tap_outputs;
   std::unique_ptr<Impl> impl;

@@ -103,8 +103,9 @@ TEST(OpTraitsTest, OneRowPerDomainAndOpType) {
 }
 
 TEST(OpTraitsTest, DefaultOpTypesToQuantizeAreTheWeightedThenTheArithmeticRows) {
-  EXPECT_EQ(default_op_types_to_quantize(), (std::vector<std::string>{"Conv", "ConvTranspose", "Gemm", "MatMul", "Add",
-                                                                       "Mul", "AveragePool", "GlobalAveragePool"}));
+  EXPECT_EQ(default_op_types_to_quantize(),
+            (std::vector<std::string>{"Conv", "ConvTranspose", "Gemm", "MatMul", "LSTM", "GRU", "RNN", "Add", "Mul",
+                                      "AveragePool", "GlobalAveragePool"}));
 }
 
 }  // namespace
