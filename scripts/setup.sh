@@ -77,6 +77,32 @@ fetch() {
   echo "$file"
 }
 
+# fetch_deb PACKAGE VERSION ARCH SHA256 -> prints the verified .deb path (apt-get download into the cache)
+fetch_deb() {
+  local package="$1" version="$2" arch="$3" sha="$4"
+  local deb="$cache/${package}_${version}_${arch}.deb"
+  if [[ ! -f "$deb" ]]; then
+    echo "setup: fetching $package $version with apt-get download" >&2
+    local apt_download=(apt-get download -qq)
+    # apt drops root to its _apt user, which cannot write into our cache: stay root instead.
+    if [[ "$(id -u)" == 0 ]]; then apt_download+=(-o APT::Sandbox::User=root); fi
+    if ! (cd "$cache" && "${apt_download[@]}" "$package=$version" >&2); then
+      echo "setup: apt-get download failed; updating the package lists and retrying" >&2
+      "${sudo_cmd[@]}" apt-get update -qq >&2
+      (cd "$cache" && "${apt_download[@]}" "$package=$version" >&2)
+    fi
+  fi
+  local got
+  got="$(sha256sum "$deb" | cut -d' ' -f1)"
+  echo "setup: $(basename "$deb") sha256 $got" >&2
+  if [[ "$got" != "$sha" ]]; then
+    rm -f "$deb"
+    echo "setup: $package: sha256 mismatch (want $sha)" >&2
+    exit 1
+  fi
+  echo "$deb"
+}
+
 ort_stamp="$tp/onnxruntime/.stamp-e59788788818"
 if [[ ! -f "$ort_stamp" ]]; then
   tgz="$(fetch com.github.asus4.onnxruntime@0.4.9 e59788788818fdde1b2e522e766a21ba0f7d8391de55737abf81e32cc801785d)"
@@ -138,25 +164,7 @@ pictures_id="$({ echo "$opencv_doc_sha256"; printf '%s\n' "${calib_pictures[@]}"
   sha256sum | cut -c1-12)"
 pictures_stamp="$tp/data/.stamp-$pictures_id"
 if [[ ! -f "$pictures_stamp" ]]; then
-  deb="$cache/opencv-doc_${opencv_doc_version}_all.deb"
-  if [[ ! -f "$deb" ]]; then
-    echo "setup: fetching opencv-doc $opencv_doc_version (~95 MB) with apt-get download" >&2
-    apt_download=(apt-get download -qq)
-    # apt drops root to its _apt user, which cannot write into our cache: stay root instead.
-    if [[ "$(id -u)" == 0 ]]; then apt_download+=(-o APT::Sandbox::User=root); fi
-    if ! (cd "$cache" && "${apt_download[@]}" "opencv-doc=$opencv_doc_version"); then
-      echo "setup: apt-get download failed; updating the package lists and retrying" >&2
-      "${sudo_cmd[@]}" apt-get update -qq
-      (cd "$cache" && "${apt_download[@]}" "opencv-doc=$opencv_doc_version")
-    fi
-  fi
-  got="$(sha256sum "$deb" | cut -d' ' -f1)"
-  echo "setup: $(basename "$deb") sha256 $got"
-  if [[ "$got" != "$opencv_doc_sha256" ]]; then
-    rm -f "$deb"
-    echo "setup: opencv-doc: sha256 mismatch (want $opencv_doc_sha256)" >&2
-    exit 1
-  fi
+  deb="$(fetch_deb opencv-doc "$opencv_doc_version" all "$opencv_doc_sha256")"
   tmp="$(mktemp -d)"
   dpkg-deb -x "$deb" "$tmp"
   examples="$tmp/usr/share/doc/opencv-doc/examples"
@@ -185,23 +193,7 @@ alsa_utils_version="1.2.8-1"
 alsa_utils_sha256="fb24eb1a318228b974efbef726190dd90c6106a208814a3ee8f5d69b91ee0ba4"
 speech_stamp="$tp/data/.stamp-speech-${alsa_utils_sha256:0:12}"
 if [[ ! -f "$speech_stamp" ]]; then
-  deb="$cache/alsa-utils_${alsa_utils_version}_amd64.deb"
-  if [[ ! -f "$deb" ]]; then
-    echo "setup: fetching alsa-utils $alsa_utils_version (~1 MB) with apt-get download" >&2
-    apt_download=(apt-get download -qq)
-    if [[ "$(id -u)" == 0 ]]; then apt_download+=(-o APT::Sandbox::User=root); fi
-    if ! (cd "$cache" && "${apt_download[@]}" "alsa-utils=$alsa_utils_version"); then
-      echo "setup: apt-get download failed; updating the package lists and retrying" >&2
-      "${sudo_cmd[@]}" apt-get update -qq
-      (cd "$cache" && "${apt_download[@]}" "alsa-utils=$alsa_utils_version")
-    fi
-  fi
-  got="$(sha256sum "$deb" | cut -d' ' -f1)"
-  if [[ "$got" != "$alsa_utils_sha256" ]]; then
-    rm -f "$deb"
-    echo "setup: alsa-utils: sha256 mismatch (got $got, want $alsa_utils_sha256)" >&2
-    exit 1
-  fi
+  deb="$(fetch_deb alsa-utils "$alsa_utils_version" amd64 "$alsa_utils_sha256")"
   tmp="$(mktemp -d)"
   dpkg-deb -x "$deb" "$tmp"
   rm -rf "$tp/data/speech"

@@ -13,10 +13,14 @@
 #include "mixprec/random_data.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
+#include "support/float_compare.h"
 #include "support/model_builder.h"
 
 namespace mixprec {
 namespace {
+
+using testing::max_abs;
+using testing::max_abs_diff;
 
 using testing::attr_float;
 using testing::attr_int;
@@ -41,19 +45,6 @@ NamedTensors random_inputs(const Session& session, uint64_t seed) {
 
 std::vector<float> run_first_output(const onnx::ModelProto& model, const NamedTensors& inputs) {
   return Session::from_model(model, "test").run(inputs).front().second.to_floats();
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-  return worst;
-}
-
-float max_abs(const std::vector<float>& a) {
-  float worst = 0;
-  for (float v : a) worst = std::max(worst, std::fabs(v));
-  return worst;
 }
 
 // input [1,3,8,8] → Conv(4 out, 3x3) → BatchNormalization → Relu → output

@@ -16,10 +16,14 @@
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
 #include "mixprec/sample_source.h"
+#include "support/float_compare.h"
 #include "support/model_builder.h"
 
 namespace mixprec {
 namespace {
+
+using testing::max_abs;
+using testing::max_abs_diff;
 
 using onnx::TensorProto;
 using testing::attr_graph;
@@ -68,19 +72,6 @@ std::map<std::string, int> nested_op_counts(const onnx::GraphProto& graph) {
   };
   visit(graph);
   return counts;
-}
-
-float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-  return worst;
-}
-
-float max_abs(const std::vector<float>& a) {
-  float worst = 0;
-  for (float v : a) worst = std::max(worst, std::fabs(v));
-  return worst;
 }
 
 std::vector<float> first_output(const onnx::ModelProto& model, const NamedTensors& inputs) {
