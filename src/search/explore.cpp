@@ -16,8 +16,10 @@
 #include "common/json_text.h"
 #include "common/text.h"
 #include "common/timing.h"
+#include "config/node_sites.h"
 #include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
+#include "ir/graph_view.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
@@ -356,9 +358,18 @@ class Explorer : public search::SearchObserver {
   // The noise each candidate adds: its output's noise-to-signal ratio in full INT8 minus the
   // worst of its float inputs' (what reached it from upstream). The producer-side tensor names
   // survive quantization (Q/DQ go on the consumer side), so both graphs expose the same names.
-  std::map<std::string, double> layer_error_scores() {
+  // Every node of the prepared model by the path its assignment names it by (bodies included).
+  std::map<std::string, const onnx::NodeProto*> nodes_by_path() const {
+    const ir::GraphView view(bench_->prepared().graph(), params_.setup.model_path);
     std::map<std::string, const onnx::NodeProto*> nodes;
-    for (const auto& node : bench_->prepared().graph().node()) nodes[node.name()] = &node;
+    for (const selection::NodeSite& site : selection::node_sites(view)) nodes[site.path] = &site.ref.node();
+    return nodes;
+  }
+
+  // Tensors inside If/Loop/Scan bodies cannot be fetched: a body node's error is not measured
+  // (score 0: it ranks after the measured layers).
+  std::map<std::string, double> layer_error_scores() {
+    const std::map<std::string, const onnx::NodeProto*> nodes = nodes_by_path();
     std::set<std::string> initializers;
     for (const auto& init : bench_->prepared().graph().initializer()) initializers.insert(init.name());
     std::set<std::string> wanted;
@@ -389,8 +400,7 @@ class Explorer : public search::SearchObserver {
     std::map<std::string, double> score;
     std::map<std::string, double> tiebreak;  // measured: PSNR gain, for coarse objectives' ties
     if (options_.ranking == Ranking::kDynamicRange) {
-      std::map<std::string, const onnx::NodeProto*> nodes;
-      for (const auto& node : bench_->prepared().graph().node()) nodes[node.name()] = &node;
+      const std::map<std::string, const onnx::NodeProto*> nodes = nodes_by_path();
       const auto& tensors = bench_->stats().tensors;
       for (const auto& name : candidates_) {
         double range = 0;
