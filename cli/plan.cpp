@@ -27,7 +27,7 @@ Command add_plan(CLI::App& app) {
                   "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (default: the plan's choice)");
   cmd->add_option("--calib-samples", flags->samples, "calibration samples (default: 256 for accuracy, else 100)");
   cmd->add_option("--algorithm", flags->algorithms,
-                  "add an algorithm (repeatable): fold_batchnorm, cle, bias_correction, adaround, smoothquant, gptq");
+                  "add an algorithm (repeatable): fold_batchnorm, cle, bias_correction, adaround, adaquant, smoothquant, gptq");
   cmd->add_flag("--force", flags->force, "keep a request a hard gate rejects; the plan records it as a high risk");
   cmd->add_flag("--yes", flags->yes, "accept a draft plan (unknown architecture) as confirmed");
   cmd->add_option("-o,--output", flags->output, "plan file to write")->capture_default_str();

@@ -13,7 +13,7 @@ apt_packages=(
   g++ cmake make pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libcli11-dev libstb-dev zlib1g-dev
-  libpng-dev libturbojpeg0-dev libre2-dev
+  libpng-dev libturbojpeg0-dev libre2-dev libeigen3-dev
   clang-16 libclang-rt-16-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   npm

@@ -3,8 +3,9 @@
 // measuring and compensating what quantization shifts (bias correction).
 //
 // The stage sits between config and rewrite: prepare_model() runs CLE on the prepared float
-// model (so statistics are collected on the equalized model), the jobs run bias correction on
-// a prepared model and its first quantized rewrite, then rewrite again.
+// model (so statistics are collected on the equalized model), the jobs run AdaRound/AdaQuant
+// and then bias correction on a prepared model and its first quantized rewrite, then rewrite
+// again.
 #pragma once
 
 #include <cstddef>
@@ -63,5 +64,46 @@ using RewriteFn = std::function<onnx::ModelProto(const onnx::ModelProto& prepare
 // the quantized model's own input. Rewrite `prepared` again afterwards.
 BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
                                    const BiasCorrectionOptions& options, const std::string& label);
+
+struct ReconstructionOptions {
+  SessionOptions session;          // accuracy_session()
+  std::vector<size_t> samples;     // indices of `source` to learn on (empty: every sample)
+  // The layers' specs: the weight grid of a node is the one its assignment's weight spec gives
+  // (config/weight_grid.h), the grid the rewrite stores the codes on.
+  const std::vector<NodeAssignment>* assignment = nullptr;
+  std::function<void(size_t done, size_t total)> progress;  // after each layer
+};
+
+struct LayerReconstruction {
+  std::string node;
+  size_t weights = 0;          // elements learned (the grid's anchors excluded)
+  size_t columns = 0;          // columns of X the loss is measured on (after subsampling)
+  double loss_nearest = 0;     // ||(W_q - W) X||^2 / columns with nearest rounding
+  double loss_learned = 0;     // the same with the learned codes
+  size_t changed = 0;          // codes that differ from nearest rounding
+  double seconds = 0;          // statistics + optimization of this layer
+};
+
+struct ReconstructionSummary {
+  ReconstructionMethod method = ReconstructionMethod::kAdaRound;
+  int64_t iterations = 0;
+  size_t layers = 0;           // layers whose learned weights were written back
+  size_t levels = 0;           // rewrite + pass rounds
+  size_t samples = 0;
+  std::vector<LayerReconstruction> per_layer;
+  double seconds = 0;
+  std::vector<std::string> notes;  // "no ... layer" when nothing applies; layers skipped, and why
+};
+
+// AdaRound / AdaQuant (algorithms/adaround.cpp, adaquant.cpp over layer_reconstruction.cpp):
+// for every Conv/Gemm/MatMul of `prepared` whose float initializer weight rewrite(prepared)
+// stores as integer codes, the codes minimising ||W_q X - W X||^2 on the layer's input X in the
+// quantized model (level by level, the upstream layers' learned codes already in place) are
+// learned and written back into `prepared` as W' = scale * (code - zero point), which the
+// rewrite quantizes to exactly those codes (checked; a layer where it would not keeps its
+// weights, with a note). Rewrite `prepared` again afterwards.
+ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
+                                         const ReconstructionSettings& settings, const ReconstructionOptions& options,
+                                         const std::string& label);
 
 }  // namespace mixprec

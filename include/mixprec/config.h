@@ -86,6 +86,26 @@ struct ExcludeConfig {
 enum class BiasCorrectionMode { kModel, kLayer };
 const EnumNames<BiasCorrectionMode>& bias_correction_mode_names();  // "model", "layer"
 
+// The layer-reconstruction algorithms (algorithms/layer_reconstruction.cpp): AdaRound learns
+// each weight's rounding direction, AdaQuant the weights themselves, layer by layer on
+// calibration data. Quark's FastFinetune OptimAlgorithm names them.
+enum class ReconstructionMethod { kAdaRound, kAdaQuant };
+const EnumNames<ReconstructionMethod>& reconstruction_method_names();  // "adaround", "adaquant"
+
+// extra_options.FastFinetune, Quark's spelling (IncludeFastFT turns it on). Unset values take
+// the method's defaults (ReconstructionSettings). Quark's other keys (BatchSize, DataSize,
+// OptimDevice, ...) are kept and warned about: mixprec uses every calibration sample as one
+// batch, on CPU.
+struct FastFinetuneOptions {
+  ReconstructionMethod optim_algorithm = ReconstructionMethod::kAdaRound;  // OptimAlgorithm
+  std::optional<int64_t> num_iterations;  // NumIterations, >= 1
+  std::optional<double> learning_rate;    // LearningRate, > 0
+  std::optional<double> reg_param;        // RegParam (AdaRound), >= 0
+  nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
+
+  bool operator==(const FastFinetuneOptions&) const = default;
+};
+
 struct ExtraOptions {
   std::vector<std::string> op_types_to_quantize;  // empty: the default quantizable op table
   bool activation_symmetric = true;
@@ -122,19 +142,26 @@ struct ExtraOptions {
   bool replace_clip6_relu = false;
   bool bias_correction = false;
   BiasCorrectionMode bias_correction_mode = BiasCorrectionMode::kLayer;  // BiasCorrectionMode
+  bool include_fast_ft = false;           // IncludeFastFT: run FastFinetune's method
+  FastFinetuneOptions fast_finetune;      // FastFinetune
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();  // kept, warned about
 
   bool operator==(const ExtraOptions&) const = default;
 };
 
 // One entry of "algo_config" (Quark's list form): {"name": "cle", "cle_steps": 2} or
-// {"name": "bias_correction"}. Names and parameters are checked when the config loads: an
-// unknown name, or one mixprec does not implement (adaround, adaquant, smoothquant, ...), is an
-// error naming the implemented ones; so is a parameter the algorithm does not take.
+// {"name": "adaround", "num_iterations": 1000}. Names and parameters are checked when the
+// config loads: an unknown name, or one mixprec does not implement (smoothquant, gptq, ...), is
+// an error naming the implemented ones; so is a parameter the algorithm does not take, a value
+// out of range, or adaround and adaquant together (both choose the same weights' codes).
 struct AlgorithmEntry {
-  std::string name;                  // "cle" | "bias_correction"
+  std::string name;                  // "cle" | "bias_correction" | "adaround" | "adaquant"
   std::optional<int64_t> cle_steps;  // cle only: >= 1, or -1 (unset: extra_options.CLESteps)
   std::optional<BiasCorrectionMode> mode;  // bias_correction only (unset: BiasCorrectionMode)
+  // adaround and adaquant (unset: the method's defaults, ReconstructionSettings).
+  std::optional<int64_t> num_iterations;   // >= 1
+  std::optional<double> learning_rate;     // > 0
+  std::optional<double> reg_param;         // adaround only, >= 0
 
   bool operator==(const AlgorithmEntry&) const = default;
 };
@@ -160,7 +187,8 @@ void save_config(const QuantConfig& config, const std::string& path);  // atomic
 
 // What a config asks the algorithms stage (src/algorithms/) to run, from algo_config and the
 // extra options together. CLE runs on the prepared float model before statistics are
-// collected; bias correction after the first rewrite, on calibration data.
+// collected; AdaRound/AdaQuant, then bias correction, after the first rewrite, on calibration
+// data.
 struct CleSettings {
   int64_t steps = 1;               // -1: until the total weight change is below a threshold
   bool scale_append_bias = true;   // CLEScaleAppendBias
@@ -168,12 +196,32 @@ struct CleSettings {
 
   bool operator==(const CleSettings&) const = default;
 };
+// AdaRound / AdaQuant: `iterations` Adam steps per layer at `learning_rate` on the loss
+// ||W_q X - W X||^2 / columns of X. AdaRound adds reg_param * sum(1 - |2h - 1|^beta) after the
+// first warm_start fraction of the steps, beta falling linearly from beta_start to beta_end.
+struct ReconstructionSettings {
+  ReconstructionMethod method = ReconstructionMethod::kAdaRound;
+  int64_t iterations = 1000;
+  double learning_rate = 0.1;
+  double reg_param = 0.01;
+  double warm_start = 0.2;
+  double beta_start = 20;
+  double beta_end = 2;
+
+  bool operator==(const ReconstructionSettings&) const = default;
+};
+// The defaults of a method (Quark's: AdaRound 1000 steps at 0.1; AdaQuant 3000 at 1e-5, the
+// step count issue 12 asks for, where Quark's preset says 1000).
+ReconstructionSettings default_reconstruction(ReconstructionMethod method);
+
 struct AlgorithmRecipe {
   std::optional<CleSettings> cle;
+  std::optional<ReconstructionSettings> reconstruction;
   std::optional<BiasCorrectionMode> bias_correction;
 
-  bool empty() const { return !cle && !bias_correction; }
-  std::vector<std::string> names() const;  // "cle", "bias_correction", in the order they run
+  bool empty() const { return !cle && !reconstruction && !bias_correction; }
+  // "cle", "adaround" | "adaquant", "bias_correction", in the order they run
+  std::vector<std::string> names() const;
 };
 AlgorithmRecipe algorithm_recipe(const QuantConfig& config);
 // The algorithm names algo_config accepts (the implemented ones).

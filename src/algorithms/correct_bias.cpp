@@ -27,6 +27,7 @@
 #include <map>
 #include <set>
 
+#include "algorithms/layer_sites.h"
 #include "common/timing.h"
 #include "ir/graph_view.h"
 #include "ir/node_builder.h"
@@ -92,57 +93,34 @@ std::string unquantized(const ir::GraphView& view, const std::string& name) {
   return view.node(*q).input(0);
 }
 
-bool produced_by_dq(const ir::GraphView& view, const std::string& name) {
-  const auto p = view.producer(name);
-  return p && view.node(*p).op_type() == "DequantizeLinear";
-}
-
 int64_t output_channels(const onnx::NodeProto& node, const onnx::TensorProto& weight) {
   if (node.op_type() == "Conv") return weight.dims(0);
   const bool trans_b = ir::int_attribute(node, "transB").value_or(0) != 0;
   return trans_b ? weight.dims(0) : weight.dims(1);
 }
 
+constexpr const char* kCorrectedOps[] = {"Conv", "Gemm"};
+
 // The layers to correct: Conv/Gemm of `prepared` with float initializer weights (and a private
 // bias, if any) that `quantized` quantizes (an input read through DequantizeLinear), with
 // their levels.
 std::vector<Site> find_sites(const onnx::ModelProto& prepared, const onnx::ModelProto& quantized,
                              const std::string& label, std::vector<std::string>& notes) {
-  const ir::GraphView qview(quantized.graph(), label);
-  std::map<std::string, bool> quantized_nodes;
-  for (size_t i = 0; i < qview.node_count(); ++i) {
-    const onnx::NodeProto& n = qview.node(i);
-    if (n.input_size() >= 2) {
-      quantized_nodes[n.name()] = produced_by_dq(qview, n.input(0)) || produced_by_dq(qview, n.input(1));
-    }
-  }
+  const algorithms::SiteRule rule{
+      .op_types = kCorrectedOps, .integer_weight = false, .accept = [&](const ir::GraphView& view, const onnx::NodeProto& node) {
+        const bool has_bias = node.input_size() >= 3 && !node.input(2).empty();
+        if (has_bias && (!view.initializer(node.input(2)) || view.consumers(node.input(2)).size() != 1)) {
+          notes.push_back("bias_correction: " + node.name() + " skipped (its bias is shared or computed)");
+          return false;
+        }
+        return true;
+      }};
   const ir::GraphView view(prepared.graph(), label);
   std::vector<Site> sites;
-  std::vector<size_t> level_of(view.node_count(), 0);  // corrected layers strictly above, +1 for own
-  for (size_t index : view.topological_order()) {
-    const onnx::NodeProto& node = view.node(index);
-    size_t above = 0;
-    for (const auto& in : node.input()) {
-      if (const auto p = view.producer(in)) above = std::max(above, level_of[*p]);
-    }
-    level_of[index] = above;
-    if ((node.op_type() != "Conv" && node.op_type() != "Gemm") || !node.domain().empty() || node.input_size() < 2 ||
-        node.output_size() != 1 || node.name().empty()) {
-      continue;
-    }
-    const onnx::TensorProto* weight = view.initializer(node.input(1));
-    const auto q = quantized_nodes.find(node.name());
-    if (!weight || weight->data_type() != onnx::TensorProto::FLOAT || weight->dims_size() < 2 ||
-        q == quantized_nodes.end() || !q->second) {
-      continue;
-    }
-    const bool has_bias = node.input_size() >= 3 && !node.input(2).empty();
-    if (has_bias && (!view.initializer(node.input(2)) || view.consumers(node.input(2)).size() != 1)) {
-      notes.push_back("bias_correction: " + node.name() + " skipped (its bias is shared or computed)");
-      continue;
-    }
-    sites.push_back({.node = node.name(), .output = node.output(0), .channels = output_channels(node, *weight), .level = above});
-    level_of[index] = above + 1;
+  for (const algorithms::LayerSite& s : algorithms::layer_sites(prepared, quantized, rule, label)) {
+    const onnx::NodeProto& node = view.node(s.index);
+    sites.push_back({.node = s.node, .output = s.output, .channels = output_channels(node, *view.initializer(node.input(1))),
+                     .level = s.level});
   }
   return sites;
 }
@@ -181,44 +159,6 @@ void add_to_bias(onnx::ModelProto& model, const std::string& name, const std::ve
     while (node->input_size() < 2) node->add_input("");
     node->add_input(bias_name);
   }
-}
-
-// `model` cut down to what computes `outputs` (a level's pass need not run the layers below
-// it): the nodes they depend on, the initializers those read, `outputs` as the only graph
-// outputs. A model with subgraphs is kept whole (implicit inputs are not traced here).
-onnx::ModelProto upstream_of(onnx::ModelProto model, const std::vector<std::string>& outputs, const std::string& label) {
-  std::vector<bool> keep;
-  {
-    const ir::GraphView view(model.graph(), label);
-    for (size_t i = 0; i < view.node_count(); ++i) {
-      if (!view.subgraphs(i).empty()) return model;
-    }
-    keep.assign(view.node_count(), false);
-    std::vector<std::string> pending(outputs.begin(), outputs.end());
-    while (!pending.empty()) {
-      const std::string name = std::move(pending.back());
-      pending.pop_back();
-      const auto p = view.producer(name);
-      if (!p || keep[*p]) continue;
-      keep[*p] = true;
-      for (const auto& in : view.node(*p).input()) {
-        if (!in.empty()) pending.push_back(in);
-      }
-    }
-  }
-  onnx::GraphProto& graph = *model.mutable_graph();
-  auto* nodes = graph.mutable_node();
-  for (int i = nodes->size() - 1; i >= 0; --i) {
-    if (!keep[static_cast<size_t>(i)]) nodes->DeleteSubrange(i, 1);
-  }
-  std::set<std::string> read;
-  for (const auto& node : graph.node()) read.insert(node.input().begin(), node.input().end());
-  auto* inits = graph.mutable_initializer();
-  for (int i = inits->size() - 1; i >= 0; --i) {
-    if (!read.count(inits->Get(i).name())) inits->DeleteSubrange(i, 1);
-  }
-  graph.clear_output();  // Session::from_model exposes `outputs`
-  return model;
 }
 
 // Mode kLayer: every site against its float twin in one pass of `quantized`.
@@ -344,7 +284,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
     if (members.empty()) continue;
     for (size_t k : members) outputs.push_back(sites[k].output);
     const Session session =
-        Session::from_model(upstream_of(std::move(quantized), outputs, label), label, options.session, outputs);
+        Session::from_model(algorithms::upstream_of(std::move(quantized), outputs, label), label, options.session, outputs);
     std::vector<ChannelMoments> measured(members.size());
     for (size_t index : indices) {
       const NamedTensors got = session.run(source.sample(index), outputs);

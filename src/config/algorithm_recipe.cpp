@@ -11,14 +11,16 @@ namespace {
 
 constexpr const char* kCleParameters[] = {"cle_steps"};
 constexpr const char* kBiasCorrectionParameters[] = {"mode"};
+constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param"};
+constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate"};
 
 // clang-format off
 constexpr AlgorithmRow kAlgorithms[] = {
   {"cle",             true,  kCleParameters},
+  {"adaround",        true,  kAdaRoundParameters},
+  {"adaquant",        true,  kAdaQuantParameters},
   {"bias_correction", true,  kBiasCorrectionParameters},
   // Quark's other names: known, so the message can say they are not implemented (issue 12).
-  {"adaround",        false, {}},
-  {"adaquant",        false, {}},
   {"smoothquant",     false, {}},
   {"gptq",            false, {}},
   {"quarot",          false, {}},
@@ -43,6 +45,22 @@ const EnumNames<BiasCorrectionMode>& bias_correction_mode_names() {
   return kNames;
 }
 
+const EnumNames<ReconstructionMethod>& reconstruction_method_names() {
+  static constexpr EnumName<ReconstructionMethod> kRows[] = {{ReconstructionMethod::kAdaRound, "adaround"},
+                                                             {ReconstructionMethod::kAdaQuant, "adaquant"}};
+  static constexpr EnumNames<ReconstructionMethod> kNames{kRows};
+  return kNames;
+}
+
+ReconstructionSettings default_reconstruction(ReconstructionMethod method) {
+  ReconstructionSettings settings{.method = method};
+  if (method == ReconstructionMethod::kAdaQuant) {
+    settings.iterations = 3000;
+    settings.learning_rate = 1e-5;
+  }
+  return settings;
+}
+
 std::vector<std::string> algorithm_names() {
   std::vector<std::string> names;
   for (const auto& row : config::algorithm_rows()) {
@@ -54,6 +72,7 @@ std::vector<std::string> algorithm_names() {
 std::vector<std::string> AlgorithmRecipe::names() const {
   std::vector<std::string> out;
   if (cle) out.emplace_back("cle");
+  if (reconstruction) out.emplace_back(reconstruction_method_names().name(reconstruction->method));
   if (bias_correction) out.emplace_back("bias_correction");
   return out;
 }
@@ -66,12 +85,31 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
                         .replace_clip6_relu = extra.replace_clip6_relu};
   if (extra.include_cle) recipe.cle = cle;
   if (extra.bias_correction) recipe.bias_correction = extra.bias_correction_mode;
+  // Given values over the method's defaults (parse_config checked the two places agree).
+  const auto reconstruction = [&](ReconstructionMethod method, const std::optional<int64_t>& iterations,
+                                  const std::optional<double>& learning_rate, const std::optional<double>& reg_param) {
+    ReconstructionSettings settings = default_reconstruction(method);
+    settings.iterations = iterations.value_or(settings.iterations);
+    settings.learning_rate = learning_rate.value_or(settings.learning_rate);
+    settings.reg_param = reg_param.value_or(settings.reg_param);
+    return settings;
+  };
+  const FastFinetuneOptions& ft = extra.fast_finetune;
+  if (extra.include_fast_ft) {
+    recipe.reconstruction = reconstruction(ft.optim_algorithm, ft.num_iterations, ft.learning_rate, ft.reg_param);
+  }
   for (const AlgorithmEntry& entry : config.algorithms) {
     if (entry.name == "cle") {
       recipe.cle = cle;
       if (entry.cle_steps) recipe.cle->steps = *entry.cle_steps;  // parse_config checked they agree
     } else if (entry.name == "bias_correction") {
       recipe.bias_correction = entry.mode.value_or(extra.bias_correction_mode);
+    } else if (const auto method = reconstruction_method_names().from_name(entry.name)) {
+      const bool same = extra.include_fast_ft && ft.optim_algorithm == *method;
+      recipe.reconstruction =
+          reconstruction(*method, entry.num_iterations ? entry.num_iterations : same ? ft.num_iterations : std::nullopt,
+                         entry.learning_rate ? entry.learning_rate : same ? ft.learning_rate : std::nullopt,
+                         entry.reg_param ? entry.reg_param : same ? ft.reg_param : std::nullopt);
     }
   }
   return recipe;

@@ -6,6 +6,7 @@
 // its fields are split between the SPEC object ("spec") and its "params" object.
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -124,8 +125,21 @@ struct Schema<ExcludeConfig> {
 };
 
 template <>
+struct Schema<FastFinetuneOptions> {
+  static constexpr Field<FastFinetuneOptions, ReconstructionMethod, std::optional<int64_t>, std::optional<double>> kFields[] = {
+      {"OptimAlgorithm", &FastFinetuneOptions::optim_algorithm},
+      {"NumIterations", &FastFinetuneOptions::num_iterations},
+      {"LearningRate", &FastFinetuneOptions::learning_rate},
+      {"RegParam", &FastFinetuneOptions::reg_param},
+  };
+  static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
+  static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
+};
+
+template <>
 struct Schema<ExtraOptions> {
-  static constexpr Field<ExtraOptions, std::vector<std::string>, bool, CalibMethod, int64_t, BiasCorrectionMode> kFields[] = {
+  static constexpr Field<ExtraOptions, std::vector<std::string>, bool, CalibMethod, int64_t, BiasCorrectionMode,
+                         FastFinetuneOptions> kFields[] = {
       {"OpTypesToQuantize", &ExtraOptions::op_types_to_quantize},
       {"ActivationSymmetric", &ExtraOptions::activation_symmetric},
       {"UseRandomData", &ExtraOptions::use_random_data},
@@ -142,6 +156,8 @@ struct Schema<ExtraOptions> {
       {"ReplaceClip6Relu", &ExtraOptions::replace_clip6_relu},
       {"BiasCorrection", &ExtraOptions::bias_correction},
       {"BiasCorrectionMode", &ExtraOptions::bias_correction_mode},
+      {"IncludeFastFT", &ExtraOptions::include_fast_ft},
+      {"FastFinetune", &ExtraOptions::fast_finetune},
   };
   static constexpr auto kUnknown = &ExtraOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kWrite;  // a saved config states every option
@@ -156,10 +172,12 @@ concept HasSchema = requires { Schema<T>::kFields; };
 
 void read_value(const Json& json, const Where& at, bool& out);
 void read_value(const Json& json, const Where& at, int64_t& out);
+void read_value(const Json& json, const Where& at, double& out);
 void read_value(const Json& json, const Where& at, std::string& out);
 void read_value(const Json& json, const Where& at, FormatId& out);
 void read_value(const Json& json, const Where& at, CalibMethod& out);
 void read_value(const Json& json, const Where& at, BiasCorrectionMode& out);
+void read_value(const Json& json, const Where& at, ReconstructionMethod& out);
 void read_value(const Json& json, const Where& at, NodePair& out);
 void read_value(const Json& json, const Where& at, TensorQuantSpec& out);
 void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out);
@@ -173,10 +191,12 @@ void read_value(const Json& json, const Where& at, T& out);
 
 Json to_json_value(bool value);
 Json to_json_value(int64_t value);
+Json to_json_value(double value);
 Json to_json_value(const std::string& value);
 Json to_json_value(FormatId value);
 Json to_json_value(CalibMethod value);
 Json to_json_value(BiasCorrectionMode value);
+Json to_json_value(ReconstructionMethod value);
 Json to_json_value(const NodePair& value);
 Json to_json_value(const TensorQuantSpec& value);
 Json to_json_value(const AlgorithmEntry& value);
@@ -244,6 +264,11 @@ void read_value(const Json& json, const Where& at, int64_t& out) {
   out = json.get<int64_t>();
 }
 
+void read_value(const Json& json, const Where& at, double& out) {
+  if (!json.is_number() || !std::isfinite(json.get<double>())) at.fail("must be a finite number");
+  out = json.get<double>();
+}
+
 void read_value(const Json& json, const Where& at, std::string& out) {
   if (!json.is_string()) at.fail("must be a string");
   out = json.get<std::string>();
@@ -276,6 +301,14 @@ void read_value(const Json& json, const Where& at, BiasCorrectionMode& out) {
   const auto mode = bias_correction_mode_names().from_name(name);
   if (!mode) at.fail("names an unknown bias correction mode \"" + name + "\" (known: " + bias_correction_mode_names().list() + ")");
   out = *mode;
+}
+
+void read_value(const Json& json, const Where& at, ReconstructionMethod& out) {
+  std::string name;
+  read_value(json, at, name);
+  const auto method = reconstruction_method_names().from_name(name);
+  if (!method) at.fail("names an unknown method \"" + name + "\" (known: " + reconstruction_method_names().list() + ")");
+  out = *method;
 }
 
 void read_value(const Json& json, const Where& at, NodePair& out) {
@@ -338,14 +371,32 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       check_cle_steps(*out.cle_steps, at / item.key());
     } else if (item.key() == "mode") {
       read_value(item.value(), at / item.key(), out.mode.emplace());
+    } else if (item.key() == "num_iterations") {
+      read_value(item.value(), at / item.key(), out.num_iterations.emplace());
+    } else if (item.key() == "learning_rate") {
+      read_value(item.value(), at / item.key(), out.learning_rate.emplace());
+    } else if (item.key() == "reg_param") {
+      read_value(item.value(), at / item.key(), out.reg_param.emplace());
     }
   }
+}
+
+// The ranges of the reconstruction parameters, wherever they are given.
+void check_reconstruction(const std::optional<int64_t>& iterations, const std::optional<double>& learning_rate,
+                          const std::optional<double>& reg_param, const Where& at, const char* iterations_key,
+                          const char* learning_rate_key, const char* reg_param_key) {
+  if (iterations && *iterations < 1) (at / iterations_key).fail("must be at least 1 (Adam steps per layer)");
+  if (learning_rate && !(*learning_rate > 0)) (at / learning_rate_key).fail("must be greater than 0");
+  if (reg_param && *reg_param < 0) (at / reg_param_key).fail("must not be negative");
 }
 
 Json to_json_value(const AlgorithmEntry& value) {
   Json json = {{"name", value.name}};
   if (value.cle_steps) json["cle_steps"] = *value.cle_steps;
   if (value.mode) json["mode"] = to_json_value(*value.mode);
+  if (value.num_iterations) json["num_iterations"] = *value.num_iterations;
+  if (value.learning_rate) json["learning_rate"] = *value.learning_rate;
+  if (value.reg_param) json["reg_param"] = *value.reg_param;
   return json;
 }
 
@@ -372,10 +423,12 @@ void read_value(const Json& json, const Where& at, T& out) {
 
 Json to_json_value(bool value) { return value; }
 Json to_json_value(int64_t value) { return value; }
+Json to_json_value(double value) { return value; }
 Json to_json_value(const std::string& value) { return value; }
 Json to_json_value(FormatId value) { return format_traits(value).spec_name; }
 Json to_json_value(CalibMethod value) { return calib_method_traits(value).name; }
 Json to_json_value(BiasCorrectionMode value) { return bias_correction_mode_names().name(value); }
+Json to_json_value(ReconstructionMethod value) { return reconstruction_method_names().name(value); }
 Json to_json_value(const NodePair& value) { return Json::array({value.first, value.second}); }
 
 Json to_json_value(const TensorQuantSpec& value) {
@@ -414,6 +467,12 @@ QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
   read_value(json, Where(label, ""), config);
   if (config.extra.num_calib_samples < 1) throw_bad_input(label, "extra_options.NumCalibSamples must be at least 1");
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
+  const FastFinetuneOptions& ft = config.extra.fast_finetune;
+  check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, Where(label, "extra_options.FastFinetune"),
+                       "NumIterations", "LearningRate", "RegParam");
+  const auto reconstruction_entries = std::count_if(config.algorithms.begin(), config.algorithms.end(), [](const AlgorithmEntry& e) {
+    return reconstruction_method_names().from_name(e.name).has_value();
+  });
   for (size_t i = 0; i < config.algorithms.size(); ++i) {
     const AlgorithmEntry& entry = config.algorithms[i];
     const Where at = Where(label, "algo_config")[i];
@@ -424,6 +483,17 @@ QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
     if (entry.cle_steps && config.extra.cle_steps != ExtraOptions{}.cle_steps && *entry.cle_steps != config.extra.cle_steps) {
       (at / "cle_steps").fail("is " + std::to_string(*entry.cle_steps) + " but extra_options.CLESteps is " +
                               std::to_string(config.extra.cle_steps) + ": state the steps once");
+    }
+    const auto method = reconstruction_method_names().from_name(entry.name);
+    if (!method) continue;
+    check_reconstruction(entry.num_iterations, entry.learning_rate, entry.reg_param, at, "num_iterations",
+                         "learning_rate", "reg_param");
+    if (reconstruction_entries > 1) {
+      at.fail("lists " + entry.name + " beside another of adaround/adaquant: both choose the same weights' codes; keep one");
+    }
+    if (config.extra.include_fast_ft && ft.optim_algorithm != *method) {
+      (at / "name").fail("is " + entry.name + " but extra_options.FastFinetune.OptimAlgorithm is " +
+                         reconstruction_method_names().name(ft.optim_algorithm) + " with IncludeFastFT: choose one");
     }
   }
   selection::compile_patterns(config, label);  // an invalid regex fails here, at load time

@@ -58,6 +58,28 @@ constexpr PresetRow kPresets[] = {
 };
 // clang-format on
 
+// The accuracy-recovery presets (Quark's <BASE>_ADAROUND / _ADAQUANT): the base preset plus
+// CLE (Quark's include_cle defaults on) and the method, as algo_config entries with the
+// method's defaults, so the saved config says what ran.
+struct RecoveryPresetRow {
+  const char* name;
+  const char* base;
+  ReconstructionMethod method;
+};
+
+using enum ReconstructionMethod;
+
+// clang-format off
+constexpr RecoveryPresetRow kRecoveryPresets[] = {
+  {"XINT8_ADAROUND", "XINT8", kAdaRound},
+  {"XINT8_ADAQUANT", "XINT8", kAdaQuant},
+  {"A8W8_ADAROUND",  "A8W8",  kAdaRound},
+  {"A8W8_ADAQUANT",  "A8W8",  kAdaQuant},
+  {"A16W8_ADAROUND", "A16W8", kAdaRound},
+  {"A16W8_ADAQUANT", "A16W8", kAdaQuant},
+  {"U8S8_ADAROUND",  "U8S8",  kAdaRound},
+};
+// clang-format on
 
 }  // namespace
 
@@ -71,6 +93,14 @@ std::vector<std::string> default_op_types_to_quantize() {
 }
 
 std::optional<QuantConfig> preset_config(const std::string& name) {
+  const auto recovery = std::ranges::find_if(kRecoveryPresets, [&](const RecoveryPresetRow& r) {
+    return text::equal_ignoring_case(r.name, name);
+  });
+  if (recovery != std::end(kRecoveryPresets)) {
+    QuantConfig config = *preset_config(recovery->base);
+    config.algorithms = {{.name = "cle"}, {.name = std::string(reconstruction_method_names().name(recovery->method))}};
+    return config;
+  }
   const auto row = std::ranges::find_if(kPresets, [&](const PresetRow& r) { return text::equal_ignoring_case(r.name, name); });
   if (row == std::end(kPresets)) return std::nullopt;
   QuantConfig config;
@@ -100,6 +130,7 @@ bool is_preset_op_types(const std::vector<std::string>& op_types) {
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const PresetRow& row : kPresets) names.emplace_back(row.name);
+  for (const RecoveryPresetRow& row : kRecoveryPresets) names.emplace_back(row.name);
   return names;
 }
 

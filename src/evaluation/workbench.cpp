@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "common/text.h"
 #include "common/timing.h"
 #include "evaluation/exposure.h"
 #include "evaluation/stats_cache.h"
@@ -305,10 +306,13 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
 }
 
 onnx::ModelProto Workbench::build(const QuantConfig& config) {
-  if (algorithm_recipe(config).bias_correction && !warned_bias_correction_) {
+  const AlgorithmRecipe recipe = algorithm_recipe(config);
+  if ((recipe.bias_correction || recipe.reconstruction) && !warned_bias_correction_) {
     warned_bias_correction_ = true;
-    log_warning(setup_.model_path + ": bias_correction runs in quantize (and quantize --plan) only; this evaluation "
-                                    "is without it");
+    std::vector<std::string> names = recipe.names();
+    std::erase(names, "cle");
+    log_warning(setup_.model_path + ": " + text::join(names) + " run in quantize (and quantize --plan) only; this "
+                                    "evaluation is without them");
   }
   const std::set<std::string> read = tensors_read(config, prepared_, setup_.model_path);
   if (add_missing_stats(calibration_graph(), setup_, stats_request(), {read.begin(), read.end()}, stats_)) {

@@ -181,10 +181,11 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     }
   }
   const std::map<std::string, int64_t> ranks = rank_table(prepared, label, stats, rank_sample ? &*rank_sample : nullptr);
-  const std::optional<BiasCorrectionMode> correct_biases = algorithm_recipe(config).bias_correction;
-  // Bias correction rewrites the prepared model again: keep it then.
+  const AlgorithmRecipe recipe = algorithm_recipe(config);
+  const std::optional<BiasCorrectionMode> correct_biases = recipe.bias_correction;
+  // The algorithms after the rewrite change the prepared model and rewrite it again: keep it then.
   std::optional<onnx::ModelProto> kept;
-  if (correct_biases && needs_stats) kept = prepared;
+  if (recipe.reconstruction || (correct_biases && needs_stats)) kept = prepared;
   onnx::ModelProto quantized;
   try {
     quantized = quantize_model(std::move(prepared), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
@@ -195,29 +196,38 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
                               "learn the ranks");
   }
   count_unobserved(report);
-  if (correct_biases) {
-    BiasCorrectionSummary& bc = report.bias_correction.emplace();
-    if (!kept) {
-      bc.notes.push_back("bias_correction: no node has integer activations: nothing corrected");
-    } else {
-      const DataSpec data = calibration_data(params.setup, static_cast<size_t>(config.extra.num_calib_samples));
-      const auto source = [&] {
-        const Session probe = Session::from_model(quantized, label, session);
-        return open_samples(data, probe.inputs(), label);
-      }();
-      const std::vector<size_t> subset =
-          spread_subset(source->size(), static_cast<size_t>(config.extra.num_calib_samples), data.data.seed);
-      const RewriteFn rewrite = [&](const onnx::ModelProto& candidate) {
-        return quantize_model(candidate, assignment, stats, options, label, rank_lookup(ranks));
-      };
+  if (kept) {
+    const DataSpec data = calibration_data(params.setup, static_cast<size_t>(config.extra.num_calib_samples));
+    const auto source = [&] {
+      const Session probe = Session::from_model(quantized, label, session);
+      return open_samples(data, probe.inputs(), label);
+    }();
+    const std::vector<size_t> subset =
+        spread_subset(source->size(), static_cast<size_t>(config.extra.num_calib_samples), data.data.seed);
+    const RewriteFn rewrite = [&](const onnx::ModelProto& candidate) {
+      return quantize_model(candidate, assignment, stats, options, label, rank_lookup(ranks));
+    };
+    bool changed = false;
+    if (recipe.reconstruction) {
+      ReconstructionSummary& r = report.reconstruction.emplace();
+      r = reconstruct_layers(*kept, rewrite, *source, *recipe.reconstruction,
+                             {.session = session, .samples = subset, .assignment = &assignment, .progress = params.setup.progress},
+                             label);
+      changed = r.layers > 0;
+    }
+    if (correct_biases) {
+      BiasCorrectionSummary& bc = report.bias_correction.emplace();
       bc = correct_bias(*kept, rewrite, *source, {.mode = *correct_biases, .session = session, .samples = subset}, label);
-      if (bc.layers > 0) {
-        report.rewrite = {};
-        quantized = quantize_model(std::move(*kept), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
-        report.rewrite.unobserved.clear();  // counted once, after the first rewrite
-      }
+      changed = changed || bc.layers > 0;
+    }
+    if (changed) {
+      report.rewrite = {};
+      quantized = quantize_model(std::move(*kept), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
+      report.rewrite.unobserved.clear();  // counted once, after the first rewrite
     }
     kept.reset();
+  } else if (correct_biases) {
+    report.bias_correction.emplace().notes.push_back("bias_correction: no node has integer activations: nothing corrected");
   }
   // ONNX Runtime is the judge of validity: nothing is written unless it loads the result, on
   // CPU and on the deployment's provider.

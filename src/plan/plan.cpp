@@ -35,11 +35,15 @@ constexpr AlgorithmTraits kAlgorithms[] = {
     {"fold_batchnorm", true, "fold BatchNormalization into the preceding Conv/Gemm (ConvertBNToConv)"},
     {"cle", true, "cross-layer equalization: rescale consecutive layers' channels to even out weight ranges"},
     {"bias_correction", true, "correct the mean shift quantization adds to each layer's output"},
-    {"adaround", false, "learn each weight's rounding direction on calibration data"},
+    {"adaround", true, "learn each weight's rounding direction on calibration data (AdaRound)"},
+    {"adaquant", true, "learn each layer's quantized weights on calibration data (AdaQuant)"},
     {"smoothquant", false, "move activation outliers into the weights of the following MatMul"},
     {"gptq", false, "quantize weights column by column, compensating the error with second-order information"},
 };
 
+// Measured on this machine's 2 cores (BENCHMARKS.md): the plan's cost figure for AdaRound/AdaQuant.
+constexpr const char* kReconstructionCostExample = "measured: AdaRound on the PP-OCR detector at 320x320, 32 samples, "
+                                                   "2 cores: TBD";
 constexpr int64_t kEvaluationSamples = 100;  // SPEC: evaluate on >= 100 samples by default
 constexpr uint64_t kTwoGigabytes = uint64_t{2} << 30;
 
@@ -302,6 +306,22 @@ class Planner {
         risk("high", requested + " is not implemented by mixprec: quantize --plan refuses this plan until it is removed "
                                  "(another tool may run it)");
       }
+    }
+    const auto listed = [&](const char* name) { return std::ranges::find(plan_.algorithms, name) != plan_.algorithms.end(); };
+    if (listed("adaround") && listed("adaquant")) {
+      throw_bad_input(params_.setup.model_path,
+                      "--algorithm adaround and adaquant both learn the weights' codes: request one of them");
+    }
+    for (const char* name : {"adaround", "adaquant"}) {
+      if (!listed(name)) continue;
+      int64_t layers = 0;
+      for (const OpCount& op : analysis_.op_histogram) {
+        if (op.op_type == "Conv" || op.op_type == "Gemm" || op.op_type == "MatMul") layers += op.count;
+      }
+      const ReconstructionSettings settings = default_reconstruction(*reconstruction_method_names().from_name(name));
+      reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " Conv/Gemm/MatMul layers x " +
+                        std::to_string(settings.iterations) + " Adam steps, plus one rewrite and one calibration pass per "
+                        "level of layers (" + kReconstructionCostExample + ")");
     }
     const bool transformer_like = plan_.architecture == Architecture::kTransformer || plan_.architecture == Architecture::kHybrid;
     if (transformer_like && std::ranges::find(plan_.algorithms, "cle") != plan_.algorithms.end()) {

@@ -1,6 +1,7 @@
 #include "mixprec/jobs_report.h"
 
 #include <cstdio>
+#include <iomanip>
 #include <sstream>
 
 #include "common/text.h"
@@ -50,6 +51,19 @@ std::string quantize_text(const QuantizeReport& r) {
     if (cle->clip6_replaced) out << ", " << cle->clip6_replaced << " Clip(0,6) made Relu";
     out << ", " << fixed(cle->seconds) << " s\n";
     for (const auto& note : cle->notes) out << "note         " << note << "\n";
+  }
+  if (const auto& rc = r.reconstruction) {
+    double nearest = 0, learned = 0;
+    for (const auto& layer : rc->per_layer) {
+      nearest += layer.loss_nearest;
+      learned += layer.loss_learned;
+    }
+    out << std::left << std::setw(13) << reconstruction_method_names().name(rc->method) << rc->layers << " layers learned ("
+        << rc->iterations << " steps each) in " << rc->levels << " levels on " << rc->samples << " samples, loss "
+        << general(nearest) << " -> " << general(learned) << " (nearest -> learned, summed), " << fixed(rc->seconds) << " s";
+    if (!rc->per_layer.empty()) out << ", " << fixed(rc->seconds / static_cast<double>(rc->per_layer.size())) << " s per layer";
+    out << "\n";
+    for (const auto& note : rc->notes) out << "note         " << note << "\n";
   }
   if (const auto& bc = r.bias_correction) {
     out << "bias corr.   " << bc->layers << " biases corrected (mode " << bias_correction_mode_names().name(bc->mode) << ") in " << bc->levels << " levels on " << bc->samples

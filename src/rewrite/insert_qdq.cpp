@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "config/weight_grid.h"
 #include "ir/node_builder.h"
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
@@ -146,9 +147,7 @@ class Inserter {
       note_format(spec.format);
     }
     if (weight_index >= 0 && config.weight && config.weight->format != FormatId::kFloat32) {
-      const onnx::TensorProto& w = *specs_.initializer(node.input(weight_index));
-      const int64_t axis = config.weight->ch_axis.value_or(ir::weight_channel_axis(traits, node, w.dims_size()));
-      weight_spec = weight_operand(node, weight_index, *config.weight, axis);
+      weight_spec = weight_operand(node, weight_index, *config.weight);
       note_format(weight_spec->format);
       for (int i = 0; i < node.input_size(); ++i) {
         if (!extra_weight(i)) continue;
@@ -205,28 +204,18 @@ class Inserter {
 
   // Replaces a float weight initializer by its stored codes (or low-precision copy) and the
   // node that turns it back into float. Returns the weight's resolved spec.
-  ResolvedSpec weight_operand(onnx::NodeProto& node, int index, const TensorQuantSpec& spec, int64_t axis) {
+  ResolvedSpec weight_operand(onnx::NodeProto& node, int index, const TensorQuantSpec& spec) {
     const std::string name = node.input(index);
     const Tensor w = tensor_from_proto(*specs_.initializer(name), label_);
-    const FormatTraits& traits = format_traits(spec.format);
     ResolvedSpec out{spec.format, {}};
     ++summary_.quantized_weights;
-    if (!traits.is_integer) {
+    if (!format_traits(spec.format).is_integer) {
       node.set_input(index, stored_low_precision(name, w, spec.format));
       return out;
     }
-    const bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(true);
-    const ParamOptions param_options{.symmetric = symmetric};
-    if (spec.per_channel && traits.per_channel_allowed) {
-      if (axis < 0 || axis >= static_cast<int64_t>(w.shape().size())) {
-        throw_bad_input(label_, "node '" + node.name() + "': weight channel axis " + std::to_string(axis) +
-                                    " is outside its shape " + shape_to_string(w.shape()));
-      }
-      out.params = choose_weight_params(w, spec.format, axis, param_options);
-      pairs_.need_opset(kOpsetPerChannelQdq);
-    } else {
-      out.params = choose_weight_params(w, spec.format, -1, param_options);  // per tensor
-    }
+    config::WeightGrid grid = config::weight_grid(node, spec, w, label_);
+    if (grid.axis >= 0) pairs_.need_opset(kOpsetPerChannelQdq);
+    out.params = std::move(grid.params);
     node.set_input(index, stored_codes(name, quantize_tensor(w, out.params, spec.format), spec.format, out.params));
     return out;
   }

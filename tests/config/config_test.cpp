@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -204,11 +206,60 @@ TEST(ConfigJsonTest, PerChannelOnAPerTensorSpecIsAWarning) {
                "cfg.json: global_config.weight.params.per_channel is ignored: XInt8Spec takes one scale per tensor");
 }
 
+TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
+  const QuantConfig listed =
+      parse(R"({"algo_config": [{"name": "adaround", "num_iterations": 200, "learning_rate": 0.05, "reg_param": 0.1}]})");
+  const AlgorithmRecipe recipe = algorithm_recipe(listed);
+  ASSERT_TRUE(recipe.reconstruction);
+  EXPECT_EQ(*recipe.reconstruction, (ReconstructionSettings{.method = ReconstructionMethod::kAdaRound,
+                                                            .iterations = 200, .learning_rate = 0.05, .reg_param = 0.1}));
+  EXPECT_EQ(recipe.names(), (std::vector<std::string>{"adaround"}));
+  EXPECT_EQ(parse_config(config_to_json(listed), kLabel), listed);  // round trip
+  // Unset: the method's defaults (AdaQuant 3000 steps at 1e-5).
+  const AlgorithmRecipe plain = algorithm_recipe(parse(R"({"algo_config": [{"name": "adaquant"}, {"name": "cle"}]})"));
+  EXPECT_EQ(plain.reconstruction, default_reconstruction(ReconstructionMethod::kAdaQuant));
+  EXPECT_EQ(plain.reconstruction->iterations, 3000);
+  EXPECT_EQ(plain.names(), (std::vector<std::string>{"cle", "adaquant"}));  // the order they run
+
+  // Quark's spelling: IncludeFastFT + FastFinetune; its keys mixprec does not use are warnings.
+  const WarningCollector warnings;
+  const QuantConfig quark = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+      "OptimAlgorithm": "adaquant", "NumIterations": 50, "LearningRate": 0.001, "BatchSize": 2}}})");
+  const AlgorithmRecipe same = algorithm_recipe(quark);
+  ASSERT_TRUE(same.reconstruction);
+  EXPECT_EQ(same.reconstruction->method, ReconstructionMethod::kAdaQuant);
+  EXPECT_EQ(same.reconstruction->iterations, 50);
+  EXPECT_EQ(same.reconstruction->learning_rate, 0.001);
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0], "extra_options.FastFinetune.BatchSize is not a known key");
+  EXPECT_EQ(parse_config(config_to_json(quark), kLabel), quark);
+  // FastFinetune alone (no IncludeFastFT) runs nothing, as in Quark.
+  EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
+}
+
 TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"algo_config": [{"name": "magic"}]})",
-       "algo_config[0].name names an unknown algorithm \"magic\" (known: cle, bias_correction)"},
-      {R"({"algo_config": [{"name": "adaround"}]})", "\"adaround\", which mixprec does not implement yet"},
+       "algo_config[0].name names an unknown algorithm \"magic\" (known: cle, adaround, adaquant, bias_correction)"},
+      {R"({"algo_config": [{"name": "smoothquant"}]})", "\"smoothquant\", which mixprec does not implement yet"},
+      {R"({"algo_config": [{"name": "adaround", "num_iterations": 0}]})",
+       "algo_config[0].num_iterations must be at least 1"},
+      {R"({"algo_config": [{"name": "adaquant", "learning_rate": -1}]})",
+       "algo_config[0].learning_rate must be greater than 0"},
+      {R"({"algo_config": [{"name": "adaround", "reg_param": -0.5}]})", "algo_config[0].reg_param must not be negative"},
+      {R"({"algo_config": [{"name": "adaquant", "reg_param": 0.1}]})",
+       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate)"},
+      {R"({"algo_config": [{"name": "adaround"}, {"name": "adaquant"}]})",
+       "algo_config[0] lists adaround beside another of adaround/adaquant"},
+      {R"({"algo_config": [{"name": "adaround", "learning_rate": "fast"}]})",
+       "algo_config[0].learning_rate must be a finite number"},
+      {R"({"algo_config": [{"name": "adaround"}],
+           "extra_options": {"IncludeFastFT": true, "FastFinetune": {"OptimAlgorithm": "adaquant"}}})",
+       "algo_config[0].name is adaround but extra_options.FastFinetune.OptimAlgorithm is adaquant"},
+      {R"({"extra_options": {"FastFinetune": {"NumIterations": 0}}})",
+       "extra_options.FastFinetune.NumIterations must be at least 1"},
+      {R"({"extra_options": {"FastFinetune": {"OptimAlgorithm": "sgd"}}})",
+       "extra_options.FastFinetune.OptimAlgorithm names an unknown method \"sgd\" (known: adaround, adaquant)"},
       {R"({"algo_config": [{"name": "cle", "num_iterations": 3}]})",
        "algo_config[0].num_iterations is not a parameter of cle (known: cle_steps)"},
       {R"({"algo_config": [{"name": "bias_correction", "cle_steps": 3}]})", "is not a parameter of bias_correction"},
@@ -335,7 +386,27 @@ TEST(PresetTest, EachPresetHasItsDocumentedStructure) {
     EXPECT_EQ(config->extra.op_types_to_quantize, op_types) << row.name;
     EXPECT_TRUE(config->specific.empty() && config->exclude.node_names.empty()) << row.name;
   }
-  EXPECT_EQ(preset_names(), names);
+  const std::vector<std::string> all = preset_names();
+  EXPECT_EQ(std::vector<std::string>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(names.size())), names);
+}
+
+TEST(PresetTest, RecoveryPresetsAreTheirBaseWithCleAndTheMethod) {
+  const std::tuple<const char*, const char*, const char*> rows[] = {
+      {"XINT8_ADAROUND", "XINT8", "adaround"}, {"XINT8_ADAQUANT", "XINT8", "adaquant"},
+      {"A8W8_ADAROUND", "A8W8", "adaround"},   {"A8W8_ADAQUANT", "A8W8", "adaquant"},
+      {"A16W8_ADAROUND", "A16W8", "adaround"}, {"A16W8_ADAQUANT", "A16W8", "adaquant"},
+      {"U8S8_ADAROUND", "U8S8", "adaround"},
+  };
+  for (const auto& [name, base, method] : rows) {
+    const std::optional<QuantConfig> config = preset_config(name);
+    ASSERT_TRUE(config) << name;
+    QuantConfig expected = *preset_config(base);
+    expected.algorithms = {{.name = "cle"}, {.name = method}};
+    EXPECT_EQ(*config, expected) << name;
+    const std::vector<std::string> names = preset_names();
+    EXPECT_NE(std::ranges::find(names, name), names.end()) << name;
+    EXPECT_EQ(algorithm_recipe(*config).names(), (std::vector<std::string>{"cle", method})) << name;
+  }
 }
 
 TEST(PresetTest, NamesAreCaseInsensitiveAndUnknownNamesAreNotFound) {

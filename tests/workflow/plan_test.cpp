@@ -176,12 +176,23 @@ TEST_F(PlanTest, AlgorithmRisks) {
   EXPECT_FALSE(plan_blocker(cle).has_value());  // implemented: quantize --plan runs it
   EXPECT_EQ(cle.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
   EXPECT_FALSE(has_risk(cle, "medium", "algorithms ("));
-  p.algorithms = {"adaround"};
-  const QuantPlan adaround = make_plan(p);
-  EXPECT_TRUE(has_risk(adaround, "high", "adaround is not implemented"));
-  EXPECT_NE(plan_blocker(adaround).value_or("").find("'adaround'"), std::string::npos);
+  p.algorithms = {"smoothquant"};
+  const QuantPlan smoothquant = make_plan(p);
+  EXPECT_TRUE(has_risk(smoothquant, "high", "smoothquant is not implemented"));
+  EXPECT_NE(plan_blocker(smoothquant).value_or("").find("'smoothquant'"), std::string::npos);
 
   PlanParams cnn = params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kCpu);
+  // AdaRound is executable: no blocker, an algo_config entry after CLE's, and a cost stated.
+  cnn.algorithms = {"adaround"};
+  const QuantPlan adaround = make_plan(cnn);
+  EXPECT_FALSE(has_risk(adaround, "high", "not implemented"));
+  EXPECT_FALSE(plan_blocker(adaround).has_value());
+  EXPECT_EQ(adaround.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "adaround"}}));
+  EXPECT_NE(decision(adaround, "algorithms").reason.find("adaround cost: up to 2 Conv/Gemm/MatMul layers x 1000 Adam steps"),
+            std::string::npos)
+      << decision(adaround, "algorithms").reason;
+  cnn.algorithms = {"adaround", "adaquant"};
+  EXPECT_THROW(make_plan(cnn), Error);
   cnn.algorithms = {"cle"};
   EXPECT_FALSE(has_risk(make_plan(cnn), "high", "cle on a"));
   cnn.algorithms = {"cle", "bias_correction", "adaround"};

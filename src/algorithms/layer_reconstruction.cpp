@@ -1,0 +1,575 @@
+// layer_reconstruction: the driver of AdaRound and AdaQuant (reconstruct_layers) and the loop
+// they share (optimize_group). See layer_reconstruction.h for the loss.
+//
+//   Before:  prepared:  x → Conv/Gemm/MatMul(W) → y      quantized = rewrite(prepared) stores codes of W
+//   After:   prepared:  x → Conv/Gemm/MatMul(W') → y     W' = s (C - z), C the learned codes
+//
+// Layers go level by level in data-flow order (algorithms/layer_sites.h): one rewrite of
+// `prepared` with every upstream layer's learned weights already in place and one pass over the
+// samples per level, cut to the part of the model above it, so a layer learns on the input it
+// will see in the quantized model (its quantized upstream, activation Q/DQ included) and the
+// upstream's errors are not compounded. The pass feeds the layer's input through the same
+// im2col as the Conv (groups, strides, pads, auto_pad, dilations; 1-D and 2-D) into the Gram
+// matrices G = X X^T / columns, one per group, accumulated in double.
+//
+// Subsampling: a sample contributes at most max(kMinColumnsPerSample, kMaxColumns / samples)
+// columns (output positions x batch for Conv, rows for Gemm/MatMul); above that it contributes
+// a uniform subset without replacement, drawn by std::mt19937_64 seeded with kSubsetSeed, the
+// layer's position in the site list and the sample index (so a run is reproducible and the same
+// positions are drawn for the same layer and sample). G is an average, so the subset only
+// thins its estimate.
+//
+// The grid: the scales and zero points the rewrite gives the weight (config::weight_grid, the
+// function insert_qdq calls), codes limited to what the grid covers (symmetric: z -/+ the
+// symmetric qmax, so a code never lands on -128 and widens the range). The elements that set
+// the grid's range (symmetric: the largest |W| of each channel, or of the tensor; asymmetric:
+// the smallest and largest W) keep their nearest codes, so the rewrite, which takes the range
+// from W', finds the same scale. Written back as W' = (C - z) * s (DequantizeLinear's
+// arithmetic), the rewrite's grid and codes are recomputed from W' and compared with C: a
+// layer where any code differs keeps its original weights (a note says so).
+//
+// Threads: groups are independent problems, run in parallel (OpenMP) when there are several;
+// one group's products use Eigen's own threads. Results do not depend on the thread count.
+#include "algorithms/layer_reconstruction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "algorithms/layer_sites.h"
+#include "common/timing.h"
+#include "config/weight_grid.h"
+#include "ir/graph_view.h"
+#include "ir/op_traits.h"
+#include "mixprec/algorithms.h"
+#include "mixprec/tensor_proto.h"
+
+namespace mixprec {
+namespace algorithms {
+
+void RoundingModel::regularize(const GroupProblem&, const Matrix&, int64_t, Matrix&) const {}
+
+namespace {
+
+// Adam (Kingma & Ba 2015) with its usual constants.
+constexpr float kAdamBeta1 = 0.9f;
+constexpr float kAdamBeta2 = 0.999f;
+constexpr float kAdamEpsilon = 1e-8f;
+
+Matrix weight_error(const GroupProblem& g, const Matrix& codes) {
+  Matrix d = codes;
+  for (Eigen::Index r = 0; r < d.rows(); ++r) d.row(r) = (d.row(r).array() - g.zero_point(r)) * g.scale(r);
+  return d - g.weight;
+}
+
+}  // namespace
+
+double reconstruction_loss(const GroupProblem& g, const Matrix& codes) {
+  const Matrix d = weight_error(g, codes);
+  const Matrix dg = d * g.gram;
+  return static_cast<double>((d.array() * dg.array()).sum());
+}
+
+Matrix optimize_group(const GroupProblem& g, const RoundingModel& model, const ReconstructionSettings& settings) {
+  Matrix params = model.initial(g);
+  Matrix m = Matrix::Zero(params.rows(), params.cols());
+  Matrix v = Matrix::Zero(params.rows(), params.cols());
+  Matrix codes, slope, gradient;
+  const double nearest_loss = reconstruction_loss(g, g.nearest);
+  Matrix best = g.nearest;
+  double best_loss = nearest_loss;
+  float beta1_power = 1.0f;
+  float beta2_power = 1.0f;
+  const auto lr = static_cast<float>(settings.learning_rate);
+  for (int64_t step = 0; step < settings.iterations; ++step) {
+    model.codes(g, params, codes, slope);
+    const Matrix d = weight_error(g, codes);
+    const Matrix dg = d * g.gram;
+    if (model.tracks_best()) {
+      const auto loss = static_cast<double>((d.array() * dg.array()).sum());
+      if (loss < best_loss) {
+        best_loss = loss;
+        best = codes;
+      }
+    }
+    // dL/dP = 2 D G (dD/dC = s per row) (dC/dP).
+    gradient = 2.0f * dg;
+    for (Eigen::Index r = 0; r < gradient.rows(); ++r) gradient.row(r) *= g.scale(r);
+    gradient.array() *= slope.array();
+    model.regularize(g, params, step, gradient);
+    beta1_power *= kAdamBeta1;
+    beta2_power *= kAdamBeta2;
+    m = kAdamBeta1 * m + (1 - kAdamBeta1) * gradient;
+    v = kAdamBeta2 * v + (1 - kAdamBeta2) * gradient.cwiseProduct(gradient);
+    params.array() -= lr * (m.array() / (1 - beta1_power)) / ((v.array() / (1 - beta2_power)).sqrt() + kAdamEpsilon);
+  }
+  Matrix learned = model.tracks_best() ? best : model.hard_codes(g, params);
+  if (model.tracks_best()) {
+    const Matrix last = model.hard_codes(g, params);
+    if (reconstruction_loss(g, last) < best_loss) learned = last;
+  }
+  // A rounding that measures worse than nearest on the same G is not kept.
+  return reconstruction_loss(g, learned) <= nearest_loss ? learned : g.nearest;
+}
+
+}  // namespace algorithms
+
+namespace {
+
+using algorithms::GroupProblem;
+using algorithms::Matrix;
+
+constexpr const char* kReconstructedOps[] = {"Conv", "Gemm", "MatMul"};
+constexpr size_t kMaxColumns = size_t{1} << 17;
+constexpr size_t kMinColumnsPerSample = 256;
+constexpr uint64_t kSubsetSeed = 0x5eed'ada0'0000'0012ull;
+
+enum class LayerKind { kConv, kGemm, kMatMul };
+
+// How a layer's weight maps onto [rows x cols] per group, and its input onto columns.
+struct LayerShape {
+  LayerKind kind = LayerKind::kConv;
+  int64_t groups = 1;
+  int64_t outputs = 0;  // rows over all groups
+  int64_t cols = 0;     // per group
+  bool trans_a = false, trans_b = false;
+  // Conv, as 2-D (a 1-D Conv has a kernel of height 1).
+  int64_t channels_per_group = 0;
+  int64_t kernel[2] = {1, 1}, strides[2] = {1, 1}, dilations[2] = {1, 1};
+  int64_t pads[4] = {0, 0, 0, 0};  // begin h, begin w, end h, end w
+  std::string auto_pad = "NOTSET";
+  size_t spatial = 2;  // 1 or 2
+
+  int64_t rows() const { return outputs / groups; }
+  // The flat index in the weight tensor of (group, row, col).
+  size_t weight_index(int64_t g, int64_t r, int64_t c) const {
+    const int64_t o = g * rows() + r;
+    if (kind == LayerKind::kConv || (kind == LayerKind::kGemm && trans_b)) return static_cast<size_t>(o * cols + c);
+    return static_cast<size_t>(c * outputs + o);  // B [K, N]
+  }
+};
+
+std::vector<int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+std::string string_attribute(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.s();
+  }
+  return fallback;
+}
+
+// The layer's shape, or why it is not handled.
+std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::TensorProto& weight, std::string& why) {
+  LayerShape shape;
+  const std::vector<int64_t> dims(weight.dims().begin(), weight.dims().end());
+  for (int64_t d : dims) {
+    if (d <= 0) {
+      why = "its weight has an empty dimension";
+      return std::nullopt;
+    }
+  }
+  if (node.op_type() == "Conv") {
+    shape.kind = LayerKind::kConv;
+    if (dims.size() != 3 && dims.size() != 4) {
+      why = "a Conv with " + std::to_string(dims.size() - 2) + " spatial dimensions (1 and 2 are handled)";
+      return std::nullopt;
+    }
+    shape.groups = ir::int_attribute(node, "group").value_or(1);
+    if (shape.groups < 1 || dims[0] % shape.groups != 0) {
+      why = "its group count does not divide its output channels";
+      return std::nullopt;
+    }
+    shape.outputs = dims[0];
+    shape.channels_per_group = dims[1];
+    shape.spatial = dims.size() - 2;
+    const size_t first = 2 - shape.spatial;  // a 1-D Conv fills the width slot
+    for (size_t i = 0; i < shape.spatial; ++i) shape.kernel[first + i] = dims[2 + i];
+    shape.cols = dims[1] * shape.kernel[0] * shape.kernel[1];
+    const auto fill = [&](const std::string& name, int64_t* out, size_t count_per_side, bool two_sided) {
+      const std::vector<int64_t> v = ints_attribute(node, name);
+      if (v.empty()) return true;
+      if (v.size() != count_per_side * (two_sided ? 2 : 1)) return false;
+      for (size_t i = 0; i < count_per_side; ++i) {
+        out[first + i] = v[i];
+        if (two_sided) out[2 + first + i] = v[count_per_side + i];
+      }
+      return true;
+    };
+    if (!fill("strides", shape.strides, shape.spatial, false) || !fill("dilations", shape.dilations, shape.spatial, false) ||
+        !fill("pads", shape.pads, shape.spatial, true)) {
+      why = "its strides, dilations or pads do not match its kernel's rank";
+      return std::nullopt;
+    }
+    shape.auto_pad = string_attribute(node, "auto_pad", "NOTSET");
+    return shape;
+  }
+  if (dims.size() != 2) {
+    why = "its weight is not a matrix";
+    return std::nullopt;
+  }
+  if (node.op_type() == "Gemm") {
+    shape.kind = LayerKind::kGemm;
+    shape.trans_a = ir::int_attribute(node, "transA").value_or(0) != 0;
+    shape.trans_b = ir::int_attribute(node, "transB").value_or(0) != 0;
+  } else {
+    shape.kind = LayerKind::kMatMul;
+  }
+  shape.outputs = shape.trans_b ? dims[0] : dims[1];
+  shape.cols = shape.trans_b ? dims[1] : dims[0];
+  return shape;
+}
+
+// The positions of a sample that contribute columns: all of them, or the seeded subset.
+std::vector<int64_t> chosen_positions(int64_t total, size_t cap, uint64_t seed) {
+  std::vector<int64_t> all(static_cast<size_t>(total));
+  std::iota(all.begin(), all.end(), 0);
+  if (all.size() <= cap) return all;
+  std::mt19937_64 random(seed);
+  for (size_t i = 0; i < cap; ++i) {
+    std::uniform_int_distribution<size_t> pick(i, all.size() - 1);
+    std::swap(all[i], all[pick(random)]);
+  }
+  all.resize(cap);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+// Gram matrices of one layer, accumulated over samples.
+struct GramSums {
+  std::vector<Eigen::MatrixXd> gram;  // per group
+  size_t columns = 0;
+};
+
+void add_gram(const Eigen::MatrixXf& columns, Eigen::MatrixXd& gram) {
+  const Eigen::MatrixXf product = columns * columns.transpose();
+  gram += product.cast<double>();
+}
+
+// Adds the columns of one sample's input tensor `x`; false when its shape does not fit.
+bool add_sample(const LayerShape& shape, const Tensor& x, size_t cap, uint64_t seed, GramSums& sums) {
+  if (x.dtype() != DType::kFloat32) return false;
+  const Shape& dims = x.shape();
+  const auto values = x.as<float>();
+  if (sums.gram.empty()) sums.gram.assign(static_cast<size_t>(shape.groups), Eigen::MatrixXd::Zero(shape.cols, shape.cols));
+  if (shape.kind != LayerKind::kConv) {
+    if (dims.empty()) return false;
+    const int64_t k = shape.cols;
+    int64_t rows = 0;
+    if (shape.kind == LayerKind::kGemm && shape.trans_a) {
+      if (dims.size() != 2 || dims[0] != k) return false;
+      rows = dims[1];
+    } else {
+      if (dims.back() != k || (shape.kind == LayerKind::kGemm && dims.size() != 2)) return false;
+      rows = x.numel() / k;
+    }
+    const std::vector<int64_t> chosen = chosen_positions(rows, cap, seed);
+    Eigen::MatrixXf columns(k, static_cast<Eigen::Index>(chosen.size()));
+    for (size_t j = 0; j < chosen.size(); ++j) {
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t at = shape.trans_a ? i * rows + chosen[j] : chosen[j] * k + i;
+        columns(i, static_cast<Eigen::Index>(j)) = values[static_cast<size_t>(at)];
+      }
+    }
+    add_gram(columns, sums.gram[0]);
+    sums.columns += chosen.size();
+    return true;
+  }
+  if (dims.size() != shape.spatial + 2 || dims[1] != shape.channels_per_group * shape.groups) return false;
+  const int64_t batch = dims[0];
+  const int64_t channels = dims[1];
+  const int64_t in_h = shape.spatial == 2 ? dims[2] : 1;
+  const int64_t in_w = dims.back();
+  const int64_t in[2] = {in_h, in_w};
+  int64_t out[2], begin[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t reach = shape.dilations[d] * (shape.kernel[d] - 1) + 1;
+    if (shape.auto_pad == "SAME_UPPER" || shape.auto_pad == "SAME_LOWER") {
+      out[d] = (in[d] + shape.strides[d] - 1) / shape.strides[d];
+      const int64_t total = std::max<int64_t>(0, (out[d] - 1) * shape.strides[d] + reach - in[d]);
+      begin[d] = shape.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    } else {
+      const bool valid = shape.auto_pad == "VALID";
+      begin[d] = valid ? 0 : shape.pads[d];
+      const int64_t padded = in[d] + (valid ? 0 : shape.pads[d] + shape.pads[2 + d]);
+      out[d] = padded >= reach ? (padded - reach) / shape.strides[d] + 1 : 0;
+    }
+  }
+  const int64_t positions = batch * out[0] * out[1];
+  if (positions <= 0) return false;
+  const std::vector<int64_t> chosen = chosen_positions(positions, cap, seed);
+  const int64_t cg = shape.channels_per_group;
+  for (int64_t g = 0; g < shape.groups; ++g) {
+    Eigen::MatrixXf columns(shape.cols, static_cast<Eigen::Index>(chosen.size()));
+    for (size_t j = 0; j < chosen.size(); ++j) {
+      const int64_t p = chosen[j];
+      const int64_t n = p / (out[0] * out[1]);
+      const int64_t oh = (p / out[1]) % out[0];
+      const int64_t ow = p % out[1];
+      Eigen::Index row = 0;
+      for (int64_t c = 0; c < cg; ++c) {
+        const float* plane = values.data() + ((n * channels + g * cg + c) * in_h) * in_w;
+        for (int64_t kh = 0; kh < shape.kernel[0]; ++kh) {
+          const int64_t ih = oh * shape.strides[0] - begin[0] + kh * shape.dilations[0];
+          for (int64_t kw = 0; kw < shape.kernel[1]; ++kw, ++row) {
+            const int64_t iw = ow * shape.strides[1] - begin[1] + kw * shape.dilations[1];
+            const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
+            columns(row, static_cast<Eigen::Index>(j)) = inside ? plane[ih * in_w + iw] : 0.0f;
+          }
+        }
+      }
+    }
+    add_gram(columns, sums.gram[static_cast<size_t>(g)]);
+  }
+  sums.columns += chosen.size();
+  return true;
+}
+
+// The problem of every group: weights, grid, pinned range elements, G.
+std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vector<float>& weight,
+                                         const config::WeightGrid& grid, FormatId format, const GramSums& sums) {
+  const FormatTraits& traits = format_traits(format);
+  const auto sq = static_cast<float>(symmetric_qmax(format));
+  const bool per_channel = grid.params.axis >= 0;
+  // The pinned elements: per grid channel (output row, or the whole tensor).
+  std::vector<float> fixed(weight.size(), 0.0f);
+  {
+    const size_t channels = per_channel ? static_cast<size_t>(shape.outputs) : 1;
+    std::vector<size_t> low(channels, SIZE_MAX), high(channels, SIZE_MAX);
+    for (int64_t g = 0; g < shape.groups; ++g) {
+      for (int64_t r = 0; r < shape.rows(); ++r) {
+        const size_t channel = per_channel ? static_cast<size_t>(g * shape.rows() + r) : 0;
+        for (int64_t c = 0; c < shape.cols; ++c) {
+          const size_t i = shape.weight_index(g, r, c);
+          const float key = grid.symmetric ? std::fabs(weight[i]) : weight[i];
+          if (high[channel] == SIZE_MAX || key > (grid.symmetric ? std::fabs(weight[high[channel]]) : weight[high[channel]])) {
+            high[channel] = i;
+          }
+          if (low[channel] == SIZE_MAX || weight[i] < weight[low[channel]]) low[channel] = i;
+        }
+      }
+    }
+    for (size_t c = 0; c < channels; ++c) {
+      if (high[c] != SIZE_MAX) fixed[high[c]] = 1.0f;
+      if (!grid.symmetric && low[c] != SIZE_MAX) fixed[low[c]] = 1.0f;
+    }
+  }
+  std::vector<GroupProblem> problems(static_cast<size_t>(shape.groups));
+  const Eigen::Index rows = shape.rows();
+  const Eigen::Index cols = shape.cols;
+  for (int64_t g = 0; g < shape.groups; ++g) {
+    GroupProblem& p = problems[static_cast<size_t>(g)];
+    p.weight.resize(rows, cols);
+    p.floor_code.resize(rows, cols);
+    p.nearest.resize(rows, cols);
+    p.fixed.resize(rows, cols);
+    p.scale.resize(rows);
+    p.zero_point.resize(rows);
+    p.code_min.resize(rows);
+    p.code_max.resize(rows);
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const size_t channel = per_channel ? static_cast<size_t>(g * rows + r) : 0;
+      const float s = grid.params.scale[channel];
+      const int32_t z = grid.params.zero_point[channel];
+      p.scale(r) = s;
+      p.zero_point(r) = static_cast<float>(z);
+      const auto qmin = static_cast<float>(traits.qmin);
+      const auto qmax = static_cast<float>(traits.qmax);
+      p.code_min(r) = grid.symmetric ? std::max(qmin, static_cast<float>(z) - sq) : qmin;
+      p.code_max(r) = grid.symmetric ? std::min(qmax, static_cast<float>(z) + sq) : qmax;
+      const Quantizer quantizer(format, s, z);
+      for (Eigen::Index c = 0; c < cols; ++c) {
+        const size_t i = shape.weight_index(g, r, c);
+        p.weight(r, c) = weight[i];
+        p.floor_code(r, c) = std::floor(weight[i] / s) + static_cast<float>(z);
+        p.nearest(r, c) = static_cast<float>(quantizer.quantize(weight[i]));
+        p.fixed(r, c) = fixed[i];
+      }
+    }
+    const double columns = static_cast<double>(std::max<size_t>(1, sums.columns));
+    p.gram = (sums.gram[static_cast<size_t>(g)] / columns).cast<float>();
+  }
+  return problems;
+}
+
+onnx::TensorProto* find_initializer(onnx::ModelProto& model, const std::string& name) {
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+    if (init.name() == name) return &init;
+  }
+  return nullptr;
+}
+
+struct Candidate {
+  algorithms::LayerSite site;
+  LayerShape shape;
+  const NodeAssignment* assignment = nullptr;
+  size_t position = 0;  // in the site list (the subset seed)
+};
+
+}  // namespace
+
+ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
+                                         const ReconstructionSettings& settings, const ReconstructionOptions& options,
+                                         const std::string& label) {
+  const auto start = Clock::now();
+  ReconstructionSummary summary;
+  summary.method = settings.method;
+  summary.iterations = settings.iterations;
+  const std::string name = reconstruction_method_names().name(settings.method);
+  std::vector<size_t> indices = options.samples;
+  if (indices.empty()) {
+    for (size_t i = 0; i < source.size(); ++i) indices.push_back(i);
+  }
+  summary.samples = indices.size();
+  std::map<std::string, const NodeAssignment*> assigned;
+  if (options.assignment) {
+    for (const NodeAssignment& a : *options.assignment) assigned.emplace(a.node_name, &a);
+  }
+  std::map<std::string, Candidate> candidates;
+  const algorithms::SiteRule rule{
+      .op_types = kReconstructedOps, .integer_weight = true, .accept = [&](const ir::GraphView& view, const onnx::NodeProto& node) {
+        const auto a = assigned.find(node.name());
+        if (a == assigned.end() || a->second->excluded || !a->second->config.weight ||
+            !format_traits(a->second->config.weight->format).is_integer || view.initializer(node.input(0))) {
+          return false;
+        }
+        if (view.consumers(node.input(1)).size() != 1) {
+          summary.notes.push_back(name + ": " + node.name() + " skipped (its weight is shared with another node)");
+          return false;
+        }
+        std::string why;
+        const auto shape = layer_shape(node, *view.initializer(node.input(1)), why);
+        if (!shape) {
+          summary.notes.push_back(name + ": " + node.name() + " skipped (" + why + ")");
+          return false;
+        }
+        candidates[node.name()] = {.shape = *shape, .assignment = a->second};
+        return true;
+      }};
+  onnx::ModelProto quantized = rewrite(prepared);
+  const std::vector<algorithms::LayerSite> sites = algorithms::layer_sites(prepared, quantized, rule, label);
+  if (sites.empty()) {
+    summary.notes.push_back(name + ": no Conv/Gemm/MatMul with a float weight the config stores as integer codes: nothing learned");
+    summary.seconds = seconds_since(start);
+    return summary;
+  }
+  for (size_t k = 0; k < sites.size(); ++k) {
+    candidates[sites[k].node].site = sites[k];
+    candidates[sites[k].node].position = k;
+  }
+  const std::unique_ptr<algorithms::RoundingModel> model = settings.method == ReconstructionMethod::kAdaRound
+                                                               ? algorithms::adaround_model(settings)
+                                                               : algorithms::adaquant_model(settings);
+  const size_t cap = std::max(kMinColumnsPerSample, kMaxColumns / std::max<size_t>(1, indices.size()));
+  size_t levels = 0;
+  for (const auto& s : sites) levels = std::max(levels, s.level + 1);
+  size_t done = 0;
+  for (size_t level = 0; level < levels; ++level) {
+    std::vector<const Candidate*> members;
+    for (const auto& s : sites) {
+      if (s.level == level) members.push_back(&candidates.at(s.node));
+    }
+    if (members.empty()) continue;
+    const auto level_start = Clock::now();
+    if (level > 0) quantized = rewrite(prepared);
+    // The tensor each member reads as its input in the quantized model.
+    std::map<std::string, std::string> input_of;
+    for (const auto& n : quantized.graph().node()) {
+      if (n.input_size() > 0) input_of[n.name()] = n.input(0);
+    }
+    std::vector<std::string> outputs;
+    std::vector<size_t> output_of(members.size());
+    for (size_t m = 0; m < members.size(); ++m) {
+      const std::string& tensor = input_of.at(members[m]->site.node);
+      const auto at = std::ranges::find(outputs, tensor);
+      output_of[m] = static_cast<size_t>(at - outputs.begin());
+      if (at == outputs.end()) outputs.push_back(tensor);
+    }
+    std::vector<GramSums> sums(members.size());
+    std::vector<bool> fits(members.size(), true);
+    {
+      const Session session =
+          Session::from_model(algorithms::upstream_of(quantized, outputs, label), label, options.session, outputs);
+      for (size_t index : indices) {
+        const NamedTensors got = session.run(source.sample(index), outputs);
+        for (size_t m = 0; m < members.size(); ++m) {
+          if (!fits[m]) continue;
+          const uint64_t seed = kSubsetSeed ^ (members[m]->position * 0x9e3779b97f4a7c15ull) ^ index;
+          fits[m] = add_sample(members[m]->shape, got.at(output_of[m]).second, cap, seed, sums[m]);
+        }
+      }
+    }
+    const double pass_seconds = seconds_since(level_start) / static_cast<double>(members.size());
+    for (size_t m = 0; m < members.size(); ++m) {
+      const auto layer_start = Clock::now();
+      const Candidate& c = *members[m];
+      ++done;
+      if (!fits[m] || sums[m].columns == 0) {
+        summary.notes.push_back(name + ": " + c.site.node + " skipped (its input's shape does not fit its weight)");
+        if (options.progress) options.progress(done, sites.size());
+        continue;
+      }
+      onnx::NodeProto& node = *prepared.mutable_graph()->mutable_node(static_cast<int>(c.site.index));
+      onnx::TensorProto& proto = *find_initializer(prepared, node.input(1));
+      const Tensor weight = tensor_from_proto(proto, label);
+      const TensorQuantSpec& spec = *c.assignment->config.weight;
+      const config::WeightGrid grid = config::weight_grid(node, spec, weight, label);
+      const int64_t output_axis = ir::weight_channel_axis(ir::op_traits(node), node, proto.dims_size());
+      if (grid.params.axis >= 0 && grid.params.axis != output_axis) {
+        summary.notes.push_back(name + ": " + c.site.node + " skipped (its per-channel axis " +
+                                std::to_string(grid.params.axis) + " is not the output-channel axis)");
+        if (options.progress) options.progress(done, sites.size());
+        continue;
+      }
+      const std::vector<float> values = weight.to_floats();
+      const std::vector<GroupProblem> problems = build_problems(c.shape, values, grid, spec.format, sums[m]);
+      std::vector<Matrix> learned(problems.size());
+#pragma omp parallel for schedule(dynamic) if (problems.size() > 1)
+      for (size_t g = 0; g < problems.size(); ++g) learned[g] = algorithms::optimize_group(problems[g], *model, settings);
+      LayerReconstruction record{.node = c.site.node, .columns = sums[m].columns};
+      std::vector<float> written = values;
+      std::vector<float> codes(values.size());
+      for (size_t g = 0; g < problems.size(); ++g) {
+        const GroupProblem& p = problems[g];
+        record.loss_nearest += algorithms::reconstruction_loss(p, p.nearest);
+        record.loss_learned += algorithms::reconstruction_loss(p, learned[g]);
+        record.changed += static_cast<size_t>((learned[g].array() != p.nearest.array()).count());
+        record.weights += static_cast<size_t>((p.fixed.array() == 0.0f).count());
+        for (Eigen::Index r = 0; r < p.weight.rows(); ++r) {
+          for (Eigen::Index col = 0; col < p.weight.cols(); ++col) {
+            const size_t i = c.shape.weight_index(static_cast<int64_t>(g), r, col);
+            codes[i] = learned[g](r, col);
+            written[i] = dequantize_value(static_cast<int32_t>(codes[i]), p.scale(r), static_cast<int32_t>(p.zero_point(r)));
+          }
+        }
+      }
+      // The rewrite takes the grid from W' again: it must find these very codes.
+      const Tensor candidate = Tensor::from_floats(weight.shape(), written);
+      const config::WeightGrid again = config::weight_grid(node, spec, candidate, label);
+      if (quantize_tensor(candidate, again.params, spec.format).to_floats() != codes) {
+        summary.notes.push_back(name + ": " + c.site.node + " keeps its weights (the rewrite would not find the learned codes "
+                                "on the grid of the written weights)");
+      } else {
+        const std::string weight_name = proto.name();
+        proto = tensor_to_proto(candidate, weight_name);
+        ++summary.layers;
+      }
+      record.seconds = seconds_since(layer_start) + pass_seconds;
+      summary.per_layer.push_back(record);
+      if (options.progress) options.progress(done, sites.size());
+    }
+  }
+  summary.levels = levels;
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+}  // namespace mixprec

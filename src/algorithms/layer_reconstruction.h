@@ -1,0 +1,66 @@
+// The layer-reconstruction machinery AdaRound (adaround.cpp) and AdaQuant (adaquant.cpp)
+// share: one layer's problem as matrices, the loss and its gradient, and the Adam loop. The two
+// methods differ only in what is optimised and how it gives codes (RoundingModel).
+//
+// A layer's weight is viewed as one [rows x cols] matrix W per group (Conv: rows = output
+// channels of the group, cols = input channels of the group x kernel positions, the weight's
+// own row-major order; Gemm/MatMul: rows = outputs, cols = inputs, one group). With X the
+// layer's input columns (im2col for Conv), the loss of codes C is
+//     L(C) = ||(s (C - z) - W) X||^2 / columns = tr(D G D^T),   D = s (C - z) - W,
+// where s, z are the per-row scale and zero point and G = X X^T / columns is accumulated once
+// from the calibration samples: a step costs rows x cols^2, whatever the number of samples.
+// dL/dD = 2 D G.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <Eigen/Core>
+
+#include "mixprec/config.h"
+
+namespace mixprec::algorithms {
+
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Column = Eigen::VectorXf;
+
+struct GroupProblem {
+  Matrix weight;     // W, float
+  Matrix gram;       // G = X X^T / columns (cols x cols)
+  Column scale;      // per row
+  Column zero_point; // per row
+  Column code_min;   // per row: the codes the grid covers (symmetric: z -/+ the symmetric qmax)
+  Column code_max;
+  Matrix floor_code; // floor(W / s) + z
+  Matrix nearest;    // the rewrite's codes (round half to even, saturated)
+  Matrix fixed;      // 1 where the code is pinned to nearest: the elements that set the grid's range
+};
+
+// D G D^T's trace for codes C.
+double reconstruction_loss(const GroupProblem& group, const Matrix& codes);
+
+// What the loop optimises: parameters P (one per weight) and the codes they give.
+class RoundingModel {
+ public:
+  virtual ~RoundingModel() = default;
+  virtual Matrix initial(const GroupProblem& group) const = 0;
+  // Codes from P (code units, clamped to the grid, pinned elements at nearest) and dC/dP
+  // (0 where clamped or pinned).
+  virtual void codes(const GroupProblem& group, const Matrix& params, Matrix& codes, Matrix& slope) const = 0;
+  // Adds the regulariser's gradient at `step` to `gradient` (nothing by default).
+  virtual void regularize(const GroupProblem& group, const Matrix& params, int64_t step, Matrix& gradient) const;
+  // The final integer codes.
+  virtual Matrix hard_codes(const GroupProblem& group, const Matrix& params) const = 0;
+  // Whether the loop keeps the best hard codes seen (the codes are the hard ones at every
+  // step: AdaQuant's straight-through estimator) rather than the last step's.
+  virtual bool tracks_best() const { return false; }
+};
+
+std::unique_ptr<RoundingModel> adaround_model(const ReconstructionSettings& settings);
+std::unique_ptr<RoundingModel> adaquant_model(const ReconstructionSettings& settings);
+
+// `settings.iterations` Adam steps on one group; returns the learned integer codes (nearest
+// when they measure worse than nearest on G).
+Matrix optimize_group(const GroupProblem& group, const RoundingModel& model, const ReconstructionSettings& settings);
+
+}  // namespace mixprec::algorithms

@@ -1,0 +1,30 @@
+#include "config/weight_grid.h"
+
+#include "ir/op_traits.h"
+#include "mixprec/error.h"
+
+namespace mixprec::config {
+
+WeightGrid weight_grid(const onnx::NodeProto& node, const TensorQuantSpec& spec, const Tensor& weight,
+                       const std::string& label) {
+  const FormatTraits& traits = format_traits(spec.format);
+  WeightGrid grid;
+  if (!traits.is_integer) return grid;
+  grid.symmetric = traits.power_of_two_scale || spec.symmetric.value_or(true);
+  const ParamOptions options{.symmetric = grid.symmetric};
+  const auto rank = static_cast<int64_t>(weight.shape().size());
+  if (spec.per_channel && traits.per_channel_allowed) {
+    const int64_t axis = spec.ch_axis.value_or(ir::weight_channel_axis(ir::op_traits(node), node, static_cast<int>(rank)));
+    if (axis < 0 || axis >= rank) {
+      throw_bad_input(label, "node '" + node.name() + "': weight channel axis " + std::to_string(axis) +
+                                 " is outside its shape " + shape_to_string(weight.shape()));
+    }
+    grid.axis = axis;
+    grid.params = choose_weight_params(weight, spec.format, axis, options);
+  } else {
+    grid.params = choose_weight_params(weight, spec.format, -1, options);  // per tensor
+  }
+  return grid;
+}
+
+}  // namespace mixprec::config

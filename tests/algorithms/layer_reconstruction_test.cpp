@@ -1,0 +1,300 @@
+// AdaRound and AdaQuant on tiny models built in code. The rewrite is mixprec's own
+// (quantize_model) with weight-only int8 specs, so a layer's input X is the float input itself
+// and the loss of any codes can be computed here by hand (Gemm) or by ONNX Runtime running the
+// rewritten model (Conv): both independent of the code under test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ir/node_builder.h"
+#include "mixprec/algorithms.h"
+#include "mixprec/rewrite.h"
+#include "mixprec/runtime.h"
+#include "mixprec/tensor_proto.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+using onnx::TensorProto;
+using testing::ModelBuilder;
+
+constexpr const char* kLabel = "test";
+
+std::vector<float> normal_values(size_t count, uint64_t seed, float spread = 1.0f) {
+  std::mt19937_64 random(seed);
+  std::normal_distribution<float> normal(0.0f, spread);
+  std::vector<float> out(count);
+  for (float& v : out) v = normal(random);
+  return out;
+}
+
+// Seeded normal samples of one input.
+class NormalSamples : public SampleSource {
+ public:
+  NormalSamples(std::string name, Shape shape, size_t count) : name_(std::move(name)), shape_(std::move(shape)), count_(count) {}
+  size_t size() const override { return count_; }
+  NamedTensors sample(size_t index) const override {
+    // Correlated inputs (a shared component) make the rounding choice matter: with white X
+    // every weight's error counts alone and nearest rounding is already optimal.
+    const auto n = static_cast<size_t>(shape_numel(shape_));
+    std::vector<float> values = normal_values(n, 100 + index);
+    const std::vector<float> shared = normal_values(n / static_cast<size_t>(shape_.back()), 500 + index);
+    for (size_t i = 0; i < n; ++i) values[i] += 2.0f * shared[i / static_cast<size_t>(shape_.back())];
+    return {{name_, Tensor::from_floats(shape_, values)}};
+  }
+  std::string describe() const override { return std::to_string(count_) + " normal samples"; }
+
+ private:
+  std::string name_;
+  Shape shape_;
+  size_t count_;
+};
+
+constexpr int64_t kRows = 16;  // Gemm: samples' rows
+constexpr int64_t kIn = 12;
+constexpr int64_t kOut = 6;
+
+// x [16, 12] -> Gemm(x, W [6, 12], transB = 1, b) -> y [16, 6].
+onnx::ModelProto gemm_model() {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {kRows, kIn})
+      .add_initializer("w", {kOut, kIn}, normal_values(kOut * kIn, 7, 0.3f))
+      .add_initializer("b", {kOut}, normal_values(kOut, 8))
+      .add_node("Gemm", {"x", "w", "b"}, {"y"}, {ir::make_int_attribute("transB", 1)}, "gemm")
+      .add_output("y", TensorProto::FLOAT, {kRows, kOut})
+      .build();
+}
+
+// x [1, 4, 7, 7] -> Conv(W [6, 2, 3, 3], group 2, stride 2, pads 1, dilation 1) -> y [1, 6, 4, 4].
+onnx::ModelProto grouped_conv_model() {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 4, 7, 7})
+      .add_initializer("w", {6, 2, 3, 3}, normal_values(6 * 2 * 9, 9, 0.3f))
+      .add_node("Conv", {"x", "w"}, {"y"},
+                {ir::make_int_attribute("group", 2), testing::attr_ints("strides", {2, 2}),
+                 testing::attr_ints("pads", {1, 1, 1, 1})},
+                "conv")
+      .add_output("y", TensorProto::FLOAT, {1, 6, 4, 4})
+      .build();
+}
+
+// Weight-only quantization with `spec`: the layer's input stays float.
+std::vector<NodeAssignment> weight_only(const onnx::ModelProto& model, const TensorQuantSpec& spec) {
+  QuantConfig config;
+  config.global.weight = spec;
+  return assign_layers(config, model, kLabel);
+}
+
+RewriteFn rewrite_for(const std::vector<NodeAssignment>& assignment) {
+  return [&assignment](const onnx::ModelProto& prepared) {
+    return quantize_model(prepared, assignment, {}, {}, kLabel);
+  };
+}
+
+std::vector<float> initializer(const onnx::ModelProto& model, const std::string& name) {
+  for (const auto& init : model.graph().initializer()) {
+    if (init.name() == name) return tensor_from_proto(init, kLabel).to_floats();
+  }
+  ADD_FAILURE() << "no initializer " << name;
+  return {};
+}
+
+// The codes the rewrite stores for `node`'s weight and their scales, read from the quantized
+// model: DequantizeLinear(codes, scale[, zero point]) -> node input 1.
+struct StoredCodes {
+  std::vector<float> codes;
+  std::vector<float> scale;
+};
+StoredCodes stored_codes(const onnx::ModelProto& quantized, const std::string& node_name) {
+  std::string weight;
+  for (const auto& n : quantized.graph().node()) {
+    if (n.name() == node_name) weight = n.input(1);
+  }
+  for (const auto& n : quantized.graph().node()) {
+    if (n.op_type() == "DequantizeLinear" && n.output(0) == weight) {
+      return {initializer(quantized, n.input(0)), initializer(quantized, n.input(1))};
+    }
+  }
+  ADD_FAILURE() << "no DequantizeLinear feeds " << node_name;
+  return {};
+}
+
+// Sum over samples of ||y_quantized - y_float||^2, both run by ONNX Runtime: the
+// reconstruction loss times the number of columns, computed without the code under test.
+double output_error(const onnx::ModelProto& reference, const onnx::ModelProto& quantized, const SampleSource& samples) {
+  const Session a = Session::from_model(reference, kLabel);
+  const Session b = Session::from_model(quantized, kLabel);
+  double total = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto want = a.run(samples.sample(i)).at(0).second.to_floats();
+    const auto got = b.run(samples.sample(i)).at(0).second.to_floats();
+    for (size_t k = 0; k < want.size(); ++k) total += (got[k] - want[k]) * (got[k] - want[k]);
+  }
+  return total;
+}
+
+// By hand: sum over samples and rows of ||(Wq - W) x||^2 for the Gemm, Wq = s * codes.
+double gemm_error_by_hand(const std::vector<float>& w, const std::vector<float>& codes, const std::vector<float>& scale,
+                          const SampleSource& samples) {
+  double total = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto x = samples.sample(i).at(0).second.to_floats();
+    for (int64_t m = 0; m < kRows; ++m) {
+      for (int64_t n = 0; n < kOut; ++n) {
+        const float s = scale[scale.size() == 1 ? 0 : static_cast<size_t>(n)];
+        double e = 0;
+        for (int64_t k = 0; k < kIn; ++k) {
+          const auto at = static_cast<size_t>(n * kIn + k);
+          e += (s * codes[at] - w[at]) * x[static_cast<size_t>(m * kIn + k)];
+        }
+        total += e * e;
+      }
+    }
+  }
+  return total;
+}
+
+// Every code within one step of nearest rounding of the original weight on the same scales.
+void expect_within_one_step(const std::vector<float>& w, const StoredCodes& learned, int64_t rows) {
+  const size_t per_row = w.size() / static_cast<size_t>(rows);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const float s = learned.scale[learned.scale.size() == 1 ? 0 : i / per_row];
+    EXPECT_LE(std::fabs(learned.codes[i] - std::nearbyint(w[i] / s)), 1.0f) << "weight " << i;
+  }
+}
+
+TEST(AlgorithmsAdaRound, GemmLossFallsBelowNearestAndCodesStayWithinOneStep) {
+  const onnx::ModelProto model = gemm_model();
+  onnx::ModelProto prepared = model;
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kXInt8});  // per tensor, 2^k
+  const RewriteFn rewrite = rewrite_for(assignment);
+  const onnx::ModelProto nearest = rewrite(prepared);
+  const ReconstructionSummary summary = reconstruct_layers(
+      prepared, rewrite, samples, default_reconstruction(ReconstructionMethod::kAdaRound), {.assignment = &assignment}, kLabel);
+  ASSERT_EQ(summary.layers, 1u);
+  ASSERT_EQ(summary.per_layer.size(), 1u);
+  EXPECT_EQ(summary.per_layer[0].columns, 8u * kRows);
+  EXPECT_GT(summary.per_layer[0].changed, 0u);
+
+  const std::vector<float> w = initializer(model, "w");
+  const onnx::ModelProto learned_model = rewrite(prepared);
+  const StoredCodes before = stored_codes(nearest, "gemm");
+  const StoredCodes after = stored_codes(learned_model, "gemm");
+  EXPECT_EQ(after.scale, before.scale);  // the same grid
+  expect_within_one_step(w, after, kOut);
+  const double loss_nearest = gemm_error_by_hand(w, before.codes, before.scale, samples);
+  const double loss_learned = gemm_error_by_hand(w, after.codes, after.scale, samples);
+  EXPECT_LT(loss_learned, loss_nearest * 0.95) << loss_nearest << " -> " << loss_learned;
+  // The summary's loss is the same quantity per column.
+  EXPECT_NEAR(summary.per_layer[0].loss_learned, loss_learned / (8.0 * kRows), 1e-3 * loss_learned / (8.0 * kRows));
+  // ONNX Runtime runs the result and agrees: the model's output error is the loss.
+  EXPECT_NEAR(output_error(model, learned_model, samples), loss_learned, 1e-3 * loss_learned);
+}
+
+TEST(AlgorithmsAdaRound, WrittenBackWeightsRequantizeToTheLearnedCodes) {
+  onnx::ModelProto prepared = gemm_model();
+  const NormalSamples samples("x", {kRows, kIn}, 4);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kInt8, .per_channel = true});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+  settings.iterations = 300;
+  reconstruct_layers(prepared, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+  // W' = s * q exactly, and the rewrite of W' stores q with the same per-channel scales.
+  const std::vector<float> written = initializer(prepared, "w");
+  const StoredCodes stored = stored_codes(rewrite(prepared), "gemm");
+  ASSERT_EQ(stored.scale.size(), static_cast<size_t>(kOut));
+  for (size_t i = 0; i < written.size(); ++i) {
+    const float s = stored.scale[i / static_cast<size_t>(kIn)];
+    EXPECT_EQ(written[i], stored.codes[i] * s) << i;
+    EXPECT_LE(std::fabs(stored.codes[i]), 127.0f);  // never the -128 that would widen the range
+  }
+}
+
+TEST(AlgorithmsAdaRound, GroupedConvLossFallsBelowNearest) {
+  const onnx::ModelProto model = grouped_conv_model();
+  onnx::ModelProto prepared = model;
+  const NormalSamples samples("x", {1, 4, 7, 7}, 6);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kInt8, .per_channel = true});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  const onnx::ModelProto nearest = rewrite(prepared);
+  size_t progress_calls = 0;
+  const ReconstructionSummary summary =
+      reconstruct_layers(prepared, rewrite, samples, default_reconstruction(ReconstructionMethod::kAdaRound),
+                         {.assignment = &assignment, .progress = [&](size_t done, size_t total) {
+                            ++progress_calls;
+                            EXPECT_EQ(total, 1u);
+                            EXPECT_EQ(done, 1u);
+                          }},
+                         kLabel);
+  ASSERT_EQ(summary.layers, 1u);
+  EXPECT_EQ(progress_calls, 1u);
+  EXPECT_EQ(summary.per_layer[0].columns, 6u * 16u);  // 4 x 4 output positions per sample
+  const onnx::ModelProto learned_model = rewrite(prepared);
+  const std::vector<float> w = initializer(model, "w");
+  expect_within_one_step(w, stored_codes(learned_model, "conv"), 6);
+  const double before = output_error(model, nearest, samples);
+  const double after = output_error(model, learned_model, samples);
+  EXPECT_LT(after, before * 0.95) << before << " -> " << after;
+  // The loss the layer measured through its im2col is the one ONNX Runtime's Conv shows.
+  EXPECT_NEAR(summary.per_layer[0].loss_nearest * 6 * 16, before, 1e-3 * before);
+  EXPECT_NEAR(summary.per_layer[0].loss_learned * 6 * 16, after, 1e-3 * after);
+}
+
+TEST(AlgorithmsAdaQuant, LossDecreasesOnTheGemm) {
+  const onnx::ModelProto model = gemm_model();
+  onnx::ModelProto prepared = model;
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  const onnx::ModelProto nearest = rewrite(prepared);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaQuant);
+  settings.learning_rate = 1e-3;  // weights ~0.3 on a 2^-8 grid: 1e-5 would need far more steps here
+  settings.iterations = 500;
+  const ReconstructionSummary summary =
+      reconstruct_layers(prepared, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+  ASSERT_EQ(summary.layers, 1u);
+  const onnx::ModelProto learned_model = rewrite(prepared);
+  const std::vector<float> w = initializer(model, "w");
+  const StoredCodes before = stored_codes(nearest, "gemm");
+  const StoredCodes after = stored_codes(learned_model, "gemm");
+  EXPECT_EQ(after.scale, before.scale);
+  const double loss_nearest = gemm_error_by_hand(w, before.codes, before.scale, samples);
+  const double loss_learned = gemm_error_by_hand(w, after.codes, after.scale, samples);
+  EXPECT_LT(loss_learned, loss_nearest * 0.95) << loss_nearest << " -> " << loss_learned;
+  EXPECT_NEAR(output_error(model, learned_model, samples), loss_learned, 1e-3 * loss_learned);
+}
+
+TEST(AlgorithmsAdaRound, NoApplicableLayerIsANoteNotAnError) {
+  onnx::ModelProto prepared = gemm_model();
+  const onnx::ModelProto original = prepared;
+  const NormalSamples samples("x", {kRows, kIn}, 2);
+  // BF16 weights have no integer codes to learn.
+  const auto assignment = weight_only(prepared, {.format = FormatId::kBFloat16});
+  const ReconstructionSummary summary = reconstruct_layers(prepared, rewrite_for(assignment), samples,
+                                                           default_reconstruction(ReconstructionMethod::kAdaRound),
+                                                           {.assignment = &assignment}, kLabel);
+  EXPECT_EQ(summary.layers, 0u);
+  ASSERT_EQ(summary.notes.size(), 1u);
+  EXPECT_NE(summary.notes[0].find("adaround: no Conv/Gemm/MatMul"), std::string::npos) << summary.notes[0];
+  EXPECT_EQ(prepared.SerializeAsString(), original.SerializeAsString());
+}
+
+TEST(AlgorithmsAdaRound, SameInputsGiveTheSameWeights) {
+  const NormalSamples samples("x", {1, 4, 7, 7}, 3);
+  std::vector<float> first;
+  for (int run = 0; run < 2; ++run) {
+    onnx::ModelProto prepared = grouped_conv_model();
+    const auto assignment = weight_only(prepared, {.format = FormatId::kXInt8});
+    ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+    settings.iterations = 200;
+    reconstruct_layers(prepared, rewrite_for(assignment), samples, settings, {.assignment = &assignment}, kLabel);
+    if (run == 0) first = initializer(prepared, "w");
+    else EXPECT_EQ(initializer(prepared, "w"), first);
+  }
+}
+
+}  // namespace
+}  // namespace mixprec
