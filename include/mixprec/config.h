@@ -92,6 +92,15 @@ const EnumNames<BiasCorrectionMode>& bias_correction_mode_names();  // "model", 
 enum class ReconstructionMethod { kAdaRound, kAdaQuant };
 const EnumNames<ReconstructionMethod>& reconstruction_method_names();  // "adaround", "adaquant"
 
+// What a layer's learned weights reproduce. kQuantizedInput: the layer's own float output on
+// the input it gets in the quantized model, ||W_q X^ - W X^||^2 (AdaRound's paper; upstream
+// errors are not compounded, nor corrected). kFloatOutput: the float model's output of that
+// layer, ||W_q X^ - W X||^2 with X the float model's input, so each layer also takes back what
+// the quantized layers and activations above it shifted (one more pass of the float model per
+// level).
+enum class ReconstructionTarget { kQuantizedInput, kFloatOutput };
+const EnumNames<ReconstructionTarget>& reconstruction_target_names();  // "quantized_input", "float_output"
+
 // extra_options.FastFinetune, Quark's spelling (IncludeFastFT turns it on). Unset values take
 // the method's defaults (ReconstructionSettings). Quark's other keys (BatchSize, DataSize,
 // OptimDevice, ...) are kept and warned about: mixprec uses every calibration sample as one
@@ -162,6 +171,7 @@ struct AlgorithmEntry {
   std::optional<int64_t> num_iterations;   // >= 1
   std::optional<double> learning_rate;     // > 0
   std::optional<double> reg_param;         // adaround only, >= 0
+  std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
 
   bool operator==(const AlgorithmEntry&) const = default;
 };
@@ -201,6 +211,7 @@ struct CleSettings {
 // first warm_start fraction of the steps, beta falling linearly from beta_start to beta_end.
 struct ReconstructionSettings {
   ReconstructionMethod method = ReconstructionMethod::kAdaRound;
+  ReconstructionTarget target = ReconstructionTarget::kQuantizedInput;
   int64_t iterations = 1000;
   double learning_rate = 0.1;
   double reg_param = 0.01;

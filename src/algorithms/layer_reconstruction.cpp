@@ -33,12 +33,14 @@
 #include "algorithms/layer_reconstruction.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 
 #include "algorithms/layer_sites.h"
 #include "common/timing.h"
@@ -71,7 +73,9 @@ Matrix weight_error(const GroupProblem& g, const Matrix& codes) {
 double reconstruction_loss(const GroupProblem& g, const Matrix& codes) {
   const Matrix d = weight_error(g, codes);
   const Matrix dg = d * g.gram;
-  return static_cast<double>((d.array() * dg.array()).sum());
+  double loss = (d.array() * dg.array()).cast<double>().sum() + g.offset;
+  if (g.residual.size() > 0) loss += 2 * (d.array() * g.residual.array()).cast<double>().sum();
+  return loss;
 }
 
 Matrix optimize_group(const GroupProblem& g, const RoundingModel& model, const ReconstructionSettings& settings) {
@@ -88,15 +92,17 @@ Matrix optimize_group(const GroupProblem& g, const RoundingModel& model, const R
   for (int64_t step = 0; step < settings.iterations; ++step) {
     model.codes(g, params, codes, slope);
     const Matrix d = weight_error(g, codes);
-    const Matrix dg = d * g.gram;
+    Matrix dg = d * g.gram;
     if (model.tracks_best()) {
-      const auto loss = static_cast<double>((d.array() * dg.array()).sum());
+      double loss = (d.array() * dg.array()).cast<double>().sum() + g.offset;
+      if (g.residual.size() > 0) loss += 2 * (d.array() * g.residual.array()).cast<double>().sum();
       if (loss < best_loss) {
         best_loss = loss;
         best = codes;
       }
     }
-    // dL/dP = 2 D G (dD/dC = s per row) (dC/dP).
+    // dL/dP = 2 (D G + R) (dD/dC = s per row) (dC/dP).
+    if (g.residual.size() > 0) dg += g.residual;
     gradient = 2.0f * dg;
     for (Eigen::Index r = 0; r < gradient.rows(); ++r) gradient.row(r) *= g.scale(r);
     gradient.array() *= slope.array();
@@ -243,91 +249,137 @@ std::vector<int64_t> chosen_positions(int64_t total, size_t cap, uint64_t seed) 
   return all;
 }
 
-// Gram matrices of one layer, accumulated over samples.
+// Gram matrices of one layer, accumulated over samples, per group: of the quantized model's
+// input X^ (gram) and, with ReconstructionTarget::kFloatOutput, of the float model's input X at
+// the same positions (cross = X^ X^T, reference = X X^T).
 struct GramSums {
-  std::vector<Eigen::MatrixXd> gram;  // per group
+  std::vector<Eigen::MatrixXd> gram, cross, reference;
   size_t columns = 0;
 };
 
-void add_gram(const Eigen::MatrixXf& columns, Eigen::MatrixXd& gram) {
-  const Eigen::MatrixXf product = columns * columns.transpose();
-  gram += product.cast<double>();
+void add_product(const Eigen::MatrixXf& a, const Eigen::MatrixXf& b, Eigen::MatrixXd& sum) {
+  const Eigen::MatrixXf product = a * b.transpose();
+  sum += product.cast<double>();
 }
 
-// Adds the columns of one sample's input tensor `x`; false when its shape does not fit.
-bool add_sample(const LayerShape& shape, const Tensor& x, size_t cap, uint64_t seed, GramSums& sums) {
-  if (x.dtype() != DType::kFloat32) return false;
-  const Shape& dims = x.shape();
-  const auto values = x.as<float>();
-  if (sums.gram.empty()) sums.gram.assign(static_cast<size_t>(shape.groups), Eigen::MatrixXd::Zero(shape.cols, shape.cols));
-  if (shape.kind != LayerKind::kConv) {
-    if (dims.empty()) return false;
-    const int64_t k = shape.cols;
-    int64_t rows = 0;
-    if (shape.kind == LayerKind::kGemm && shape.trans_a) {
-      if (dims.size() != 2 || dims[0] != k) return false;
-      rows = dims[1];
-    } else {
-      if (dims.back() != k || (shape.kind == LayerKind::kGemm && dims.size() != 2)) return false;
-      rows = x.numel() / k;
-    }
-    const std::vector<int64_t> chosen = chosen_positions(rows, cap, seed);
-    Eigen::MatrixXf columns(k, static_cast<Eigen::Index>(chosen.size()));
-    for (size_t j = 0; j < chosen.size(); ++j) {
-      for (int64_t i = 0; i < k; ++i) {
-        const int64_t at = shape.trans_a ? i * rows + chosen[j] : chosen[j] * k + i;
-        columns(i, static_cast<Eigen::Index>(j)) = values[static_cast<size_t>(at)];
-      }
-    }
-    add_gram(columns, sums.gram[0]);
-    sums.columns += chosen.size();
-    return true;
-  }
-  if (dims.size() != shape.spatial + 2 || dims[1] != shape.channels_per_group * shape.groups) return false;
-  const int64_t batch = dims[0];
-  const int64_t channels = dims[1];
-  const int64_t in_h = shape.spatial == 2 ? dims[2] : 1;
-  const int64_t in_w = dims.back();
-  const int64_t in[2] = {in_h, in_w};
-  int64_t out[2], begin[2];
+// The output positions of a Conv input of `dims` (batch x rows x cols), or nothing when the
+// shape does not fit; `begin` gets the leading pads.
+std::optional<std::array<int64_t, 3>> conv_positions(const LayerShape& shape, const Shape& dims, int64_t begin[2]) {
+  if (dims.size() != shape.spatial + 2 || dims[1] != shape.channels_per_group * shape.groups) return std::nullopt;
+  const int64_t in[2] = {shape.spatial == 2 ? dims[2] : 1, dims.back()};
+  std::array<int64_t, 3> out = {dims[0], 0, 0};
   for (int d = 0; d < 2; ++d) {
     const int64_t reach = shape.dilations[d] * (shape.kernel[d] - 1) + 1;
     if (shape.auto_pad == "SAME_UPPER" || shape.auto_pad == "SAME_LOWER") {
-      out[d] = (in[d] + shape.strides[d] - 1) / shape.strides[d];
-      const int64_t total = std::max<int64_t>(0, (out[d] - 1) * shape.strides[d] + reach - in[d]);
+      out[1 + d] = (in[d] + shape.strides[d] - 1) / shape.strides[d];
+      const int64_t total = std::max<int64_t>(0, (out[1 + d] - 1) * shape.strides[d] + reach - in[d]);
       begin[d] = shape.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
     } else {
       const bool valid = shape.auto_pad == "VALID";
       begin[d] = valid ? 0 : shape.pads[d];
       const int64_t padded = in[d] + (valid ? 0 : shape.pads[d] + shape.pads[2 + d]);
-      out[d] = padded >= reach ? (padded - reach) / shape.strides[d] + 1 : 0;
+      out[1 + d] = padded >= reach ? (padded - reach) / shape.strides[d] + 1 : 0;
     }
   }
-  const int64_t positions = batch * out[0] * out[1];
-  if (positions <= 0) return false;
-  const std::vector<int64_t> chosen = chosen_positions(positions, cap, seed);
+  if (out[0] * out[1] * out[2] <= 0) return std::nullopt;
+  return out;
+}
+
+// The columns of group `g` at `chosen` positions of the Conv input `values` (im2col).
+Eigen::MatrixXf conv_columns(const LayerShape& shape, const Shape& dims, std::span<const float> values,
+                             const std::array<int64_t, 3>& out, const int64_t begin[2], const std::vector<int64_t>& chosen,
+                             int64_t g) {
+  const int64_t channels = dims[1];
+  const int64_t in_h = shape.spatial == 2 ? dims[2] : 1;
+  const int64_t in_w = dims.back();
   const int64_t cg = shape.channels_per_group;
-  for (int64_t g = 0; g < shape.groups; ++g) {
-    Eigen::MatrixXf columns(shape.cols, static_cast<Eigen::Index>(chosen.size()));
-    for (size_t j = 0; j < chosen.size(); ++j) {
-      const int64_t p = chosen[j];
-      const int64_t n = p / (out[0] * out[1]);
-      const int64_t oh = (p / out[1]) % out[0];
-      const int64_t ow = p % out[1];
-      Eigen::Index row = 0;
-      for (int64_t c = 0; c < cg; ++c) {
-        const float* plane = values.data() + ((n * channels + g * cg + c) * in_h) * in_w;
-        for (int64_t kh = 0; kh < shape.kernel[0]; ++kh) {
-          const int64_t ih = oh * shape.strides[0] - begin[0] + kh * shape.dilations[0];
-          for (int64_t kw = 0; kw < shape.kernel[1]; ++kw, ++row) {
-            const int64_t iw = ow * shape.strides[1] - begin[1] + kw * shape.dilations[1];
-            const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
-            columns(row, static_cast<Eigen::Index>(j)) = inside ? plane[ih * in_w + iw] : 0.0f;
-          }
+  Eigen::MatrixXf columns(shape.cols, static_cast<Eigen::Index>(chosen.size()));
+  for (size_t j = 0; j < chosen.size(); ++j) {
+    const int64_t p = chosen[j];
+    const int64_t n = p / (out[1] * out[2]);
+    const int64_t oh = (p / out[2]) % out[1];
+    const int64_t ow = p % out[2];
+    Eigen::Index row = 0;
+    for (int64_t c = 0; c < cg; ++c) {
+      const float* plane = values.data() + ((n * channels + g * cg + c) * in_h) * in_w;
+      for (int64_t kh = 0; kh < shape.kernel[0]; ++kh) {
+        const int64_t ih = oh * shape.strides[0] - begin[0] + kh * shape.dilations[0];
+        for (int64_t kw = 0; kw < shape.kernel[1]; ++kw, ++row) {
+          const int64_t iw = ow * shape.strides[1] - begin[1] + kw * shape.dilations[1];
+          const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
+          columns(row, static_cast<Eigen::Index>(j)) = inside ? plane[ih * in_w + iw] : 0.0f;
         }
       }
     }
-    add_gram(columns, sums.gram[static_cast<size_t>(g)]);
+  }
+  return columns;
+}
+
+// Gemm/MatMul: the rows of the input `values` at `chosen` as columns.
+Eigen::MatrixXf matrix_columns(const LayerShape& shape, std::span<const float> values, int64_t rows,
+                               const std::vector<int64_t>& chosen) {
+  const int64_t k = shape.cols;
+  Eigen::MatrixXf columns(k, static_cast<Eigen::Index>(chosen.size()));
+  for (size_t j = 0; j < chosen.size(); ++j) {
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t at = shape.trans_a ? i * rows + chosen[j] : chosen[j] * k + i;
+      columns(i, static_cast<Eigen::Index>(j)) = values[static_cast<size_t>(at)];
+    }
+  }
+  return columns;
+}
+
+// Adds the columns of one sample's input tensor `x` (and of the float model's input
+// `reference` at the same positions, when given); false when a shape does not fit.
+bool add_sample(const LayerShape& shape, const Tensor& x, const Tensor* reference, size_t cap, uint64_t seed,
+                GramSums& sums) {
+  if (x.dtype() != DType::kFloat32) return false;
+  if (reference && (reference->dtype() != DType::kFloat32 || reference->shape() != x.shape())) return false;
+  const Shape& dims = x.shape();
+  const auto groups = static_cast<size_t>(shape.groups);
+  if (sums.gram.empty()) {
+    sums.gram.assign(groups, Eigen::MatrixXd::Zero(shape.cols, shape.cols));
+    if (reference) sums.cross = sums.reference = sums.gram;
+  }
+  const auto add = [&](size_t g, const Eigen::MatrixXf& quantized, const Eigen::MatrixXf* floats) {
+    add_product(quantized, quantized, sums.gram[g]);
+    if (!floats) return;
+    add_product(quantized, *floats, sums.cross[g]);
+    add_product(*floats, *floats, sums.reference[g]);
+  };
+  if (shape.kind != LayerKind::kConv) {
+    if (dims.empty()) return false;
+    int64_t rows = 0;
+    if (shape.kind == LayerKind::kGemm && shape.trans_a) {
+      if (dims.size() != 2 || dims[0] != shape.cols) return false;
+      rows = dims[1];
+    } else {
+      if (dims.back() != shape.cols || (shape.kind == LayerKind::kGemm && dims.size() != 2)) return false;
+      rows = x.numel() / shape.cols;
+    }
+    const std::vector<int64_t> chosen = chosen_positions(rows, cap, seed);
+    const Eigen::MatrixXf quantized = matrix_columns(shape, x.as<float>(), rows, chosen);
+    if (reference) {
+      const Eigen::MatrixXf floats = matrix_columns(shape, reference->as<float>(), rows, chosen);
+      add(0, quantized, &floats);
+    } else {
+      add(0, quantized, nullptr);
+    }
+    sums.columns += chosen.size();
+    return true;
+  }
+  int64_t begin[2] = {0, 0};
+  const auto out = conv_positions(shape, dims, begin);
+  if (!out) return false;
+  const std::vector<int64_t> chosen = chosen_positions((*out)[0] * (*out)[1] * (*out)[2], cap, seed);
+  for (int64_t g = 0; g < shape.groups; ++g) {
+    const Eigen::MatrixXf quantized = conv_columns(shape, dims, x.as<float>(), *out, begin, chosen, g);
+    if (reference) {
+      const Eigen::MatrixXf floats = conv_columns(shape, dims, reference->as<float>(), *out, begin, chosen, g);
+      add(static_cast<size_t>(g), quantized, &floats);
+    } else {
+      add(static_cast<size_t>(g), quantized, nullptr);
+    }
   }
   sums.columns += chosen.size();
   return true;
@@ -395,7 +447,15 @@ std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vec
       }
     }
     const double columns = static_cast<double>(std::max<size_t>(1, sums.columns));
-    p.gram = (sums.gram[static_cast<size_t>(g)] / columns).cast<float>();
+    const Eigen::MatrixXd gram = sums.gram[static_cast<size_t>(g)] / columns;
+    p.gram = gram.cast<float>();
+    if (!sums.cross.empty()) {
+      const Eigen::MatrixXd cross = sums.cross[static_cast<size_t>(g)] / columns;
+      const Eigen::MatrixXd reference = sums.reference[static_cast<size_t>(g)] / columns;
+      const Eigen::MatrixXd w = p.weight.cast<double>();
+      p.residual = (w * (gram - cross.transpose())).cast<float>();
+      p.offset = (w.array() * (w * (gram - cross - cross.transpose() + reference)).array()).sum();
+    }
   }
   return problems;
 }
@@ -406,6 +466,18 @@ onnx::TensorProto* find_initializer(onnx::ModelProto& model, const std::string& 
   }
   return nullptr;
 }
+
+// Eigen's products on the calling thread while alive.
+class SingleThreadedProducts {
+ public:
+  SingleThreadedProducts() : threads_(Eigen::nbThreads()) { Eigen::setNbThreads(1); }
+  ~SingleThreadedProducts() { Eigen::setNbThreads(threads_); }
+  SingleThreadedProducts(const SingleThreadedProducts&) = delete;
+  SingleThreadedProducts& operator=(const SingleThreadedProducts&) = delete;
+
+ private:
+  int threads_;
+};
 
 struct Candidate {
   algorithms::LayerSite site;
@@ -469,6 +541,9 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
                                                                ? algorithms::adaround_model(settings)
                                                                : algorithms::adaquant_model(settings);
   const size_t cap = std::max(kMinColumnsPerSample, kMaxColumns / std::max<size_t>(1, indices.size()));
+  // kFloatOutput: the float model as it was, whose layer inputs are the reference.
+  const bool float_target = settings.target == ReconstructionTarget::kFloatOutput;
+  const onnx::ModelProto original = float_target ? prepared : onnx::ModelProto();
   size_t levels = 0;
   for (const auto& s : sites) levels = std::max(levels, s.level + 1);
   size_t done = 0;
@@ -493,17 +568,38 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       output_of[m] = static_cast<size_t>(at - outputs.begin());
       if (at == outputs.end()) outputs.push_back(tensor);
     }
+    std::vector<std::string> float_outputs;
+    std::vector<size_t> float_output_of(members.size());
+    if (float_target) {
+      for (size_t m = 0; m < members.size(); ++m) {
+        const std::string& tensor = original.graph().node(static_cast<int>(members[m]->site.index)).input(0);
+        const auto at = std::ranges::find(float_outputs, tensor);
+        float_output_of[m] = static_cast<size_t>(at - float_outputs.begin());
+        if (at == float_outputs.end()) float_outputs.push_back(tensor);
+      }
+    }
     std::vector<GramSums> sums(members.size());
     std::vector<bool> fits(members.size(), true);
     {
+      // ONNX Runtime's threads run between the products here: Eigen's threads would only wait
+      // for them (and they for Eigen's), so the products of the pass run on this thread.
+      const SingleThreadedProducts single;
       const Session session =
           Session::from_model(algorithms::upstream_of(quantized, outputs, label), label, options.session, outputs);
+      std::optional<Session> reference;
+      if (float_target) {
+        reference.emplace(Session::from_model(algorithms::upstream_of(original, float_outputs, label), label,
+                                              options.session, float_outputs));
+      }
       for (size_t index : indices) {
-        const NamedTensors got = session.run(source.sample(index), outputs);
+        const NamedTensors sample = source.sample(index);
+        const NamedTensors got = session.run(sample, outputs);
+        const NamedTensors want = reference ? reference->run(sample, float_outputs) : NamedTensors{};
         for (size_t m = 0; m < members.size(); ++m) {
           if (!fits[m]) continue;
           const uint64_t seed = kSubsetSeed ^ (members[m]->position * 0x9e3779b97f4a7c15ull) ^ index;
-          fits[m] = add_sample(members[m]->shape, got.at(output_of[m]).second, cap, seed, sums[m]);
+          const Tensor* floats = reference ? &want.at(float_output_of[m]).second : nullptr;
+          fits[m] = add_sample(members[m]->shape, got.at(output_of[m]).second, floats, cap, seed, sums[m]);
         }
       }
     }

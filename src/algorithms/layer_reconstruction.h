@@ -9,7 +9,10 @@
 //     L(C) = ||(s (C - z) - W) X||^2 / columns = tr(D G D^T),   D = s (C - z) - W,
 // where s, z are the per-row scale and zero point and G = X X^T / columns is accumulated once
 // from the calibration samples: a step costs rows x cols^2, whatever the number of samples.
-// dL/dD = 2 D G.
+// dL/dD = 2 D G. With the float model's input X beside the quantized model's X^ (target
+// kFloatOutput) the loss is ||W_q X^ - W X||^2 / columns = tr(D G D^T) + 2 <D, R> + L0, with
+// G = X^ X^T / columns, R = W (X^ - X) X^T... precisely R = W (G - C^T), C = X^ X^T / columns,
+// and L0 the loss of W itself; dL/dD = 2 (D G + R).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,8 @@ using Column = Eigen::VectorXf;
 struct GroupProblem {
   Matrix weight;     // W, float
   Matrix gram;       // G = X X^T / columns (cols x cols)
+  Matrix residual;   // R (rows x cols); empty for kQuantizedInput, where it is 0
+  double offset = 0; // L0
   Column scale;      // per row
   Column zero_point; // per row
   Column code_min;   // per row: the codes the grid covers (symmetric: z -/+ the symmetric qmax)
@@ -36,7 +41,7 @@ struct GroupProblem {
   Matrix fixed;      // 1 where the code is pinned to nearest: the elements that set the grid's range
 };
 
-// D G D^T's trace for codes C.
+// L(C) (see above).
 double reconstruction_loss(const GroupProblem& group, const Matrix& codes);
 
 // What the loop optimises: parameters P (one per weight) and the codes they give.

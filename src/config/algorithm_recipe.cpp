@@ -11,8 +11,8 @@ namespace {
 
 constexpr const char* kCleParameters[] = {"cle_steps"};
 constexpr const char* kBiasCorrectionParameters[] = {"mode"};
-constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param"};
-constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate"};
+constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target"};
+constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target"};
 
 // clang-format off
 constexpr AlgorithmRow kAlgorithms[] = {
@@ -49,6 +49,13 @@ const EnumNames<ReconstructionMethod>& reconstruction_method_names() {
   static constexpr EnumName<ReconstructionMethod> kRows[] = {{ReconstructionMethod::kAdaRound, "adaround"},
                                                              {ReconstructionMethod::kAdaQuant, "adaquant"}};
   static constexpr EnumNames<ReconstructionMethod> kNames{kRows};
+  return kNames;
+}
+
+const EnumNames<ReconstructionTarget>& reconstruction_target_names() {
+  static constexpr EnumName<ReconstructionTarget> kRows[] = {{ReconstructionTarget::kQuantizedInput, "quantized_input"},
+                                                             {ReconstructionTarget::kFloatOutput, "float_output"}};
+  static constexpr EnumNames<ReconstructionTarget> kNames{kRows};
   return kNames;
 }
 
@@ -110,6 +117,7 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
           reconstruction(*method, entry.num_iterations ? entry.num_iterations : same ? ft.num_iterations : std::nullopt,
                          entry.learning_rate ? entry.learning_rate : same ? ft.learning_rate : std::nullopt,
                          entry.reg_param ? entry.reg_param : same ? ft.reg_param : std::nullopt);
+      if (entry.target) recipe.reconstruction->target = *entry.target;
     }
   }
   return recipe;

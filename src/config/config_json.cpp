@@ -178,6 +178,7 @@ void read_value(const Json& json, const Where& at, FormatId& out);
 void read_value(const Json& json, const Where& at, CalibMethod& out);
 void read_value(const Json& json, const Where& at, BiasCorrectionMode& out);
 void read_value(const Json& json, const Where& at, ReconstructionMethod& out);
+void read_value(const Json& json, const Where& at, ReconstructionTarget& out);
 void read_value(const Json& json, const Where& at, NodePair& out);
 void read_value(const Json& json, const Where& at, TensorQuantSpec& out);
 void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out);
@@ -197,6 +198,7 @@ Json to_json_value(FormatId value);
 Json to_json_value(CalibMethod value);
 Json to_json_value(BiasCorrectionMode value);
 Json to_json_value(ReconstructionMethod value);
+Json to_json_value(ReconstructionTarget value);
 Json to_json_value(const NodePair& value);
 Json to_json_value(const TensorQuantSpec& value);
 Json to_json_value(const AlgorithmEntry& value);
@@ -311,6 +313,14 @@ void read_value(const Json& json, const Where& at, ReconstructionMethod& out) {
   out = *method;
 }
 
+void read_value(const Json& json, const Where& at, ReconstructionTarget& out) {
+  std::string name;
+  read_value(json, at, name);
+  const auto target = reconstruction_target_names().from_name(name);
+  if (!target) at.fail("names an unknown target \"" + name + "\" (known: " + reconstruction_target_names().list() + ")");
+  out = *target;
+}
+
 void read_value(const Json& json, const Where& at, NodePair& out) {
   if (!json.is_array() || json.size() != 2 || !json[0].is_string() || !json[1].is_string()) {
     at.fail("must be a [start, end] pair of node names");
@@ -377,6 +387,8 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.learning_rate.emplace());
     } else if (item.key() == "reg_param") {
       read_value(item.value(), at / item.key(), out.reg_param.emplace());
+    } else if (item.key() == "target") {
+      read_value(item.value(), at / item.key(), out.target.emplace());
     }
   }
 }
@@ -397,6 +409,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.num_iterations) json["num_iterations"] = *value.num_iterations;
   if (value.learning_rate) json["learning_rate"] = *value.learning_rate;
   if (value.reg_param) json["reg_param"] = *value.reg_param;
+  if (value.target) json["target"] = to_json_value(*value.target);
   return json;
 }
 
@@ -429,6 +442,7 @@ Json to_json_value(FormatId value) { return format_traits(value).spec_name; }
 Json to_json_value(CalibMethod value) { return calib_method_traits(value).name; }
 Json to_json_value(BiasCorrectionMode value) { return bias_correction_mode_names().name(value); }
 Json to_json_value(ReconstructionMethod value) { return reconstruction_method_names().name(value); }
+Json to_json_value(ReconstructionTarget value) { return reconstruction_target_names().name(value); }
 Json to_json_value(const NodePair& value) { return Json::array({value.first, value.second}); }
 
 Json to_json_value(const TensorQuantSpec& value) {

@@ -1,5 +1,6 @@
 #include "mixprec/jobs_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -61,7 +62,11 @@ std::string quantize_text(const QuantizeReport& r) {
     out << std::left << std::setw(13) << reconstruction_method_names().name(rc->method) << rc->layers << " layers learned ("
         << rc->iterations << " steps each) in " << rc->levels << " levels on " << rc->samples << " samples, loss "
         << general(nearest) << " -> " << general(learned) << " (nearest -> learned, summed), " << fixed(rc->seconds) << " s";
-    if (!rc->per_layer.empty()) out << ", " << fixed(rc->seconds / static_cast<double>(rc->per_layer.size())) << " s per layer";
+    if (!rc->per_layer.empty()) {
+      const auto slowest = std::ranges::max_element(rc->per_layer, {}, &LayerReconstruction::seconds);
+      out << ", " << fixed(rc->seconds / static_cast<double>(rc->per_layer.size())) << " s per layer (slowest "
+          << slowest->node << ", " << fixed(slowest->seconds) << " s)";
+    }
     out << "\n";
     for (const auto& note : rc->notes) out << "note         " << note << "\n";
   }

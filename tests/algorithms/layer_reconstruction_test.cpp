@@ -267,6 +267,43 @@ TEST(AlgorithmsAdaQuant, LossDecreasesOnTheGemm) {
   EXPECT_NEAR(output_error(model, learned_model, samples), loss_learned, 1e-3 * loss_learned);
 }
 
+// x [16, 12] -> Gemm "first" (W1 [12, 12]) -> h -> Gemm "second" (W2 [6, 12]) -> y.
+onnx::ModelProto two_gemms() {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {kRows, kIn})
+      .add_initializer("w1", {kIn, kIn}, normal_values(kIn * kIn, 21, 0.3f))
+      .add_initializer("w2", {kOut, kIn}, normal_values(kOut * kIn, 22, 0.3f))
+      .add_node("Gemm", {"x", "w1"}, {"h"}, {ir::make_int_attribute("transB", 1)}, "first")
+      .add_node("Gemm", {"h", "w2"}, {"y"}, {ir::make_int_attribute("transB", 1)}, "second")
+      .add_output("y", TensorProto::FLOAT, {kRows, kOut})
+      .build();
+}
+
+TEST(AlgorithmsAdaRound, FloatOutputTargetTakesBackTheUpstreamError) {
+  const onnx::ModelProto model = two_gemms();
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  double error[2] = {0, 0};
+  for (const ReconstructionTarget target : {ReconstructionTarget::kQuantizedInput, ReconstructionTarget::kFloatOutput}) {
+    SCOPED_TRACE(reconstruction_target_names().name(target));
+    onnx::ModelProto prepared = model;
+    ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+    settings.target = target;
+    const ReconstructionSummary summary =
+        reconstruct_layers(prepared, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+    ASSERT_EQ(summary.layers, 2u);
+    EXPECT_EQ(summary.levels, 2u);
+    const double measured = output_error(model, rewrite(prepared), samples);
+    error[static_cast<int>(target)] = measured;
+    if (target == ReconstructionTarget::kFloatOutput) {
+      // The second layer's loss is ||W2q h^ - W2 h||^2 per column: the model's own output error.
+      EXPECT_NEAR(summary.per_layer[1].loss_learned * 8 * kRows, measured, 1e-3 * measured);
+    }
+  }
+  EXPECT_LT(error[1], error[0]) << error[0] << " -> " << error[1];
+}
+
 TEST(AlgorithmsAdaRound, NoApplicableLayerIsANoteNotAnError) {
   onnx::ModelProto prepared = gemm_model();
   const onnx::ModelProto original = prepared;

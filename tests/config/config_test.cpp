@@ -248,7 +248,7 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
        "algo_config[0].learning_rate must be greater than 0"},
       {R"({"algo_config": [{"name": "adaround", "reg_param": -0.5}]})", "algo_config[0].reg_param must not be negative"},
       {R"({"algo_config": [{"name": "adaquant", "reg_param": 0.1}]})",
-       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate)"},
+       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target)"},
       {R"({"algo_config": [{"name": "adaround"}, {"name": "adaquant"}]})",
        "algo_config[0] lists adaround beside another of adaround/adaquant"},
       {R"({"algo_config": [{"name": "adaround", "learning_rate": "fast"}]})",
