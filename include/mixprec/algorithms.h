@@ -97,8 +97,9 @@ struct ReconstructionSummary {
 
 // AdaRound / AdaQuant (algorithms/adaround.cpp, adaquant.cpp over layer_reconstruction.cpp):
 // for every Conv/Gemm/MatMul of `prepared` whose float initializer weight rewrite(prepared)
-// stores as integer codes, the codes minimising ||W_q X - W X||^2 on the layer's input X in the
-// quantized model (level by level, the upstream layers' learned codes already in place) are
+// stores as integer codes, the codes minimising ||W_q X^ - W X||^2 on the layer's input X^ in the
+// quantized model (level by level, the upstream layers' learned codes already in place; X the
+// float model's input with ReconstructionTarget::kFloatOutput, X^ itself otherwise) are
 // learned and written back into `prepared` as W' = scale * (code - zero point), which the
 // rewrite quantizes to exactly those codes (checked; a layer where it would not keeps its
 // weights, with a note). Rewrite `prepared` again afterwards.

@@ -92,12 +92,14 @@ const EnumNames<BiasCorrectionMode>& bias_correction_mode_names();  // "model", 
 enum class ReconstructionMethod { kAdaRound, kAdaQuant };
 const EnumNames<ReconstructionMethod>& reconstruction_method_names();  // "adaround", "adaquant"
 
-// What a layer's learned weights reproduce. kQuantizedInput: the layer's own float output on
-// the input it gets in the quantized model, ||W_q X^ - W X^||^2 (AdaRound's paper; upstream
-// errors are not compounded, nor corrected). kFloatOutput: the float model's output of that
-// layer, ||W_q X^ - W X||^2 with X the float model's input, so each layer also takes back what
-// the quantized layers and activations above it shifted (one more pass of the float model per
-// level).
+// What a layer's learned weights reproduce. kFloatOutput (the default): the float model's
+// output of that layer, ||W_q X^ - W X||^2 with X^ the layer's input in the quantized model and
+// X the float model's, so each layer also takes back what the quantized layers and activations
+// above it shifted (one more pass of the float model per level). kQuantizedInput: the layer's
+// own float output on its quantized input, ||W_q X^ - W X^||^2 (upstream errors are neither
+// compounded nor corrected). Measured (XINT8 + CLE, 32 calibration pictures): the PP-OCR
+// detector at 320x320 26.7 dB with kFloatOutput, 20.5 dB with kQuantizedInput (19.2 without);
+// the classifier 16.3 and 15.2 dB (13.5 plain XINT8).
 enum class ReconstructionTarget { kQuantizedInput, kFloatOutput };
 const EnumNames<ReconstructionTarget>& reconstruction_target_names();  // "quantized_input", "float_output"
 
@@ -207,11 +209,11 @@ struct CleSettings {
   bool operator==(const CleSettings&) const = default;
 };
 // AdaRound / AdaQuant: `iterations` Adam steps per layer at `learning_rate` on the loss
-// ||W_q X - W X||^2 / columns of X. AdaRound adds reg_param * sum(1 - |2h - 1|^beta) after the
+// ||W_q X^ - W X||^2 / columns of X (see ReconstructionTarget). AdaRound adds reg_param * sum(1 - |2h - 1|^beta) after the
 // first warm_start fraction of the steps, beta falling linearly from beta_start to beta_end.
 struct ReconstructionSettings {
   ReconstructionMethod method = ReconstructionMethod::kAdaRound;
-  ReconstructionTarget target = ReconstructionTarget::kQuantizedInput;
+  ReconstructionTarget target = ReconstructionTarget::kFloatOutput;
   int64_t iterations = 1000;
   double learning_rate = 0.1;
   double reg_param = 0.01;

@@ -8,7 +8,9 @@
 // `prepared` with every upstream layer's learned weights already in place and one pass over the
 // samples per level, cut to the part of the model above it, so a layer learns on the input it
 // will see in the quantized model (its quantized upstream, activation Q/DQ included) and the
-// upstream's errors are not compounded. The pass feeds the layer's input through the same
+// upstream's errors are not compounded. With the target kFloatOutput (default) the float model
+// as it was before any write-back runs beside it, and its input of the layer at the same
+// positions is the reference (config.h). The pass feeds the layer's input through the same
 // im2col as the Conv (groups, strides, pads, auto_pad, dilations; 1-D and 2-D) into the Gram
 // matrices G = X X^T / columns, one per group, accumulated in double.
 //

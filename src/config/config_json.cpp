@@ -297,28 +297,26 @@ void read_value(const Json& json, const Where& at, CalibMethod& out) {
   out = *method;
 }
 
-void read_value(const Json& json, const Where& at, BiasCorrectionMode& out) {
+// A value named by one of `names` (an EnumNames table); `what` says what it names.
+template <class E>
+void read_named(const Json& json, const Where& at, const EnumNames<E>& names, const char* what, E& out) {
   std::string name;
   read_value(json, at, name);
-  const auto mode = bias_correction_mode_names().from_name(name);
-  if (!mode) at.fail("names an unknown bias correction mode \"" + name + "\" (known: " + bias_correction_mode_names().list() + ")");
-  out = *mode;
+  const auto value = names.from_name(name);
+  if (!value) at.fail("names an unknown " + std::string(what) + " \"" + name + "\" (known: " + names.list() + ")");
+  out = *value;
+}
+
+void read_value(const Json& json, const Where& at, BiasCorrectionMode& out) {
+  read_named(json, at, bias_correction_mode_names(), "bias correction mode", out);
 }
 
 void read_value(const Json& json, const Where& at, ReconstructionMethod& out) {
-  std::string name;
-  read_value(json, at, name);
-  const auto method = reconstruction_method_names().from_name(name);
-  if (!method) at.fail("names an unknown method \"" + name + "\" (known: " + reconstruction_method_names().list() + ")");
-  out = *method;
+  read_named(json, at, reconstruction_method_names(), "method", out);
 }
 
 void read_value(const Json& json, const Where& at, ReconstructionTarget& out) {
-  std::string name;
-  read_value(json, at, name);
-  const auto target = reconstruction_target_names().from_name(name);
-  if (!target) at.fail("names an unknown target \"" + name + "\" (known: " + reconstruction_target_names().list() + ")");
-  out = *target;
+  read_named(json, at, reconstruction_target_names(), "target", out);
 }
 
 void read_value(const Json& json, const Where& at, NodePair& out) {

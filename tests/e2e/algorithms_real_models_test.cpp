@@ -89,7 +89,17 @@ TEST(AlgorithmsRealModel, CleKeepsFp32OutputsToFloatRounding) {
   }
 }
 
-class AlgorithmsCli : public testing::TempDirTest {};
+class AlgorithmsCli : public testing::TempDirTest {
+ protected:
+  // `mixprec quantize` of the classifier with `head` (preset or config, output), on the
+  // calibration pictures.
+  testing::CliResult quantize_cls(std::vector<std::string> head) {
+    for (const char* arg : {"--preprocess", "ppocr_cls_rec", "--image-size", "48x192", "--calibration-data"}) head.emplace_back(arg);
+    head.push_back(kCalib);
+    head.insert(head.begin(), {"quantize", kModels + "/ppocr_cls.onnx"});
+    return run_cli(head);
+  }
+};
 
 double psnr_of(const std::string& model, const std::string& reference) {
   CompareParams params;
@@ -101,12 +111,7 @@ double psnr_of(const std::string& model, const std::string& reference) {
 
 TEST_F(AlgorithmsCli, CleAndBiasCorrectionRecoverTheClassifier) {
   const std::string cls = kModels + "/ppocr_cls.onnx";
-  const std::vector<std::string> data = {"--calibration-data", kCalib, "--preprocess", "ppocr_cls_rec", "--image-size", "48x192"};
-  auto args = [&](std::vector<std::string> head) {
-    head.insert(head.end(), data.begin(), data.end());
-    return head;
-  };
-  const testing::CliResult plain = run_cli(args({"quantize", cls, "--preset", "XINT8", "-o", path("plain.onnx")}));
+  const testing::CliResult plain = quantize_cls({"--preset", "XINT8", "-o", path("plain.onnx")});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(std::ifstream(path("plain.config.json")));
   config["extra_options"]["NumCalibSamples"] = 16;
@@ -114,7 +119,7 @@ TEST_F(AlgorithmsCli, CleAndBiasCorrectionRecoverTheClassifier) {
   // only the model mode takes back (the layer mode loses 1.5 dB here).
   config["algo_config"] = nlohmann::ordered_json::parse(R"([{"name": "cle"}, {"name": "bias_correction", "mode": "model"}])");
   std::ofstream(path("algo.json")) << config.dump(2);
-  const testing::CliResult recovered = run_cli(args({"quantize", cls, "--config", path("algo.json"), "-o", path("algo.onnx")}));
+  const testing::CliResult recovered = quantize_cls({"--config", path("algo.json"), "-o", path("algo.onnx")});
   ASSERT_EQ(recovered.exit_code, 0) << recovered.err;
   EXPECT_NE(recovered.out.find("cle          15 layer pairs equalized"), std::string::npos) << recovered.out;
   EXPECT_NE(recovered.out.find("biases corrected (mode model)"), std::string::npos) << recovered.out;
@@ -142,15 +147,9 @@ double worst_psnr_of(const std::string& model, const std::string& reference) {
 
 TEST_F(AlgorithmsCli, AdaRoundPresetImprovesTheClassifierOverPlainXint8) {
   const std::string cls = kModels + "/ppocr_cls.onnx";
-  const std::vector<std::string> data = {"--calibration-data", kCalib, "--preprocess", "ppocr_cls_rec", "--image-size", "48x192"};
-  auto args = [&](std::vector<std::string> head) {
-    head.insert(head.end(), data.begin(), data.end());
-    return head;
-  };
-  const testing::CliResult plain = run_cli(args({"quantize", cls, "--preset", "XINT8", "-o", path("plain.onnx")}));
+  const testing::CliResult plain = quantize_cls({"--preset", "XINT8", "-o", path("plain.onnx")});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  const testing::CliResult learned =
-      run_cli(args({"quantize", cls, "--preset", "XINT8_ADAROUND", "-o", path("adaround.onnx")}));
+  const testing::CliResult learned = quantize_cls({"--preset", "XINT8_ADAROUND", "-o", path("adaround.onnx")});
   ASSERT_EQ(learned.exit_code, 0) << learned.err;
   EXPECT_NE(learned.out.find("adaround     "), std::string::npos) << learned.out;
   EXPECT_NE(learned.out.find("layers learned (1000 steps each)"), std::string::npos) << learned.out;
