@@ -150,9 +150,7 @@ class Inserter {
       weight_spec = weight_operand(node, weight_index, *config.weight);
       note_format(weight_spec->format);
       for (int i = 0; i < node.input_size(); ++i) {
-        if (!extra_weight(i)) continue;
-        const int64_t rank = specs_.initializer(node.input(i))->dims_size();
-        weight_operand(node, i, *config.weight, config.weight->ch_axis.value_or(ir::weight_channel_axis(traits, node, static_cast<int>(rank))));
+        if (extra_weight(i)) weight_operand(node, i, *config.weight);  // the grid's axis follows each one's rank
       }
     }
     // Int32Bias applies whenever input and weight are integer, whatever the bias spec says
