@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "mixprec/analysis.h"
 #include "mixprec/config.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/formats.h"
@@ -337,6 +338,34 @@ TEST(SubgraphQuantization, LstmGetsBf16CastPairsAndInt8WeightsThroughDequantizeL
     EXPECT_LE(max_abs_diff(ref, got), q == &bf16 ? 0.01f : 0.05f);
     EXPECT_GT(max_abs_diff(ref, got), 0.0f);
   }
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+TEST(SubgraphQuantization, AnalyzeCountsCoveragePerBody) {
+  const Samples calibration(if_samples({true, true}));
+  const Quantized q = quantize_with(if_model(), "A8W8", calibration);
+  const ModelAnalysis analysis = analyze_model(q.model, kLabel);
+  ASSERT_EQ(analysis.graph_coverage.size(), 2u);  // the main graph has no compute node
+  EXPECT_EQ(analysis.graph_coverage[0].graph, "if.then_branch");
+  EXPECT_EQ(analysis.graph_coverage[0].coverage.quantized, 1);
+  EXPECT_EQ(analysis.graph_coverage[1].graph, "if.else_branch");
+  EXPECT_EQ(analysis.graph_coverage[1].coverage.float32, 1);  // never ran on the calibration data
+  EXPECT_EQ(analysis.coverage.compute_nodes, 2);
+  EXPECT_TRUE(analyze_model(lstm_model(), kLabel).graph_coverage.empty());  // no body: the totals say it all
+}
+
+TEST(SubgraphQuantization, WeightsLeftFloatAreNamedWithTheReason) {
+  QuantConfig config = *preset_config("U8S8");
+  config.exclude.node_names = {"lstm"};
+  const onnx::ModelProto model = prepare_model(lstm_model(), {}, kLabel);
+  EXPECT_EQ(describe_float_weights(assign_layers(config, model, kLabel), model, kLabel),
+            (std::vector<std::string>{"1 x LSTM (lstm) because exclude.node_names pattern lstm"}));
+  EXPECT_TRUE(describe_float_weights(assign_layers(*preset_config("U8S8"), model, kLabel), model, kLabel).empty());
 }
 
 }  // namespace
