@@ -2,13 +2,16 @@
 // bodies), quantized and stripped like main-graph nodes, on tiny models built here and run by
 // ONNX Runtime.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <map>
 
 #include "mixprec/analysis.h"
+#include "mixprec/calibration.h"
 #include "mixprec/config.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/formats.h"
@@ -366,6 +369,25 @@ TEST(SubgraphQuantization, WeightsLeftFloatAreNamedWithTheReason) {
   EXPECT_EQ(describe_float_weights(assign_layers(config, model, kLabel), model, kLabel),
             (std::vector<std::string>{"1 x LSTM (lstm) because exclude.node_names pattern lstm"}));
   EXPECT_TRUE(describe_float_weights(assign_layers(*preset_config("U8S8"), model, kLabel), model, kLabel).empty());
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+TEST(SubgraphQuantization, CalibrationKeepsTheShapesSeenInsideBodiesInTheStatsFile) {
+  const Samples calibration(if_samples({true, true}));
+  const onnx::ModelProto prepared = prepare_model(if_model(), {}, kLabel);
+  const CalibrationStats stats = calibrate_model(prepared, kLabel, calibration);
+  EXPECT_EQ(stats.body_shapes.at("fc_then_in"), (std::vector<int64_t>{1, 8}));
+  EXPECT_FALSE(stats.body_shapes.contains("fc_else_in"));  // never ran
+  EXPECT_FALSE(stats.body_shapes.contains("x"));           // a main-graph tensor: inference knows it
+  const std::string path = ::testing::TempDir() + "/mixprec_body_shapes_" + std::to_string(::getpid()) + ".json";
+  save_stats(stats, path);
+  EXPECT_EQ(load_stats(path), stats);
+  std::remove(path.c_str());
 }
 
 }  // namespace
