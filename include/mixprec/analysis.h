@@ -130,6 +130,14 @@ struct Coverage {
   double emulated_percent = 0;   // 100 * (bf16 + fp16) / compute_nodes
 };
 
+// Coverage of the compute nodes of one graph: the main graph ("main") or an If/Loop/Scan body
+// by its path ("If_0.then_branch", "If_0.then_branch/If_1.else_branch"); nested bodies count
+// in their own row only.
+struct GraphCoverage {
+  std::string graph;
+  Coverage coverage;
+};
+
 struct Island {
   Precision precision = Precision::kFloat;
   int64_t node_count = 0;
@@ -179,6 +187,9 @@ struct ModelAnalysis {
   std::vector<TensorInfo> outputs;    // main-graph outputs
   std::vector<ComputeOpCount> compute_ops;  // total descending, then op_type ascending
   Coverage coverage;
+  // One row per graph holding compute nodes, main graph first, then bodies in node order;
+  // empty when the model has no body with compute nodes (the totals above say it all).
+  std::vector<GraphCoverage> graph_coverage;
   IslandSummary islands;
   TaskInference task;
   ArchitectureInference architecture;

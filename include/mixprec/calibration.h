@@ -61,6 +61,9 @@ struct CalibrationStats {
   // Rank of every tensor the pass saw (float or not): an opset upgrade needs ranks that
   // ONNX Runtime's static inference cannot always give, and a reused stats file must carry them.
   std::map<std::string, int64_t> ranks;
+  // The first sample's shape of each float tensor the pass saw inside an If/Loop/Scan body:
+  // shape inference does not reach into bodies, and the MAC estimate needs them.
+  std::map<std::string, std::vector<int64_t>> body_shapes;
 
   bool operator==(const CalibrationStats&) const = default;
 };

@@ -316,6 +316,13 @@ struct NodeAssignment {
 std::vector<NodeAssignment> assign_layers(const QuantConfig& config, const onnx::ModelProto& model,
                                           const std::string& label);
 
+// The nodes of `prepared` (bodies included) whose float weights the assignment leaves float:
+// a float initializer input of at least 64 values on a node that is excluded or whose layer
+// config gives neither its inputs nor its weight a format (data movement such as Slice/Gather/Reshape is left out: its reader quantizes it). One line per op type, "2 x LayerNormalization (ln_1, ln_2) because normalization
+// arithmetic LayerNormalization (never quantized)", with the first node's reason.
+std::vector<std::string> describe_float_weights(const std::vector<NodeAssignment>& assignment,
+                                                const onnx::ModelProto& prepared, const std::string& label);
+
 // Gives every unnamed node of the model (subgraphs included) a unique stable name
 // "<op_type>_<index>" (index = the node's position in its own graph) so configs, ledgers and
 // reports can refer to it. Graphs are named main graph first, then subgraphs breadth-first in

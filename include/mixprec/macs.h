@@ -19,11 +19,12 @@
 //     ConvTranspose:  input elements x prod(W dims[1:])   (C_out/group x prod(kernel))
 //     MatMul, MatMulInteger, QLinearMatMul:  output elements x K   (K = last dim of A)
 //     Gemm, com.microsoft FusedGemm and QGemm:  M x N x K   (transA/transB honoured)
+//     LSTM, GRU, RNN:  seq x batch x (W elements + R elements)   (every gate of every direction)
 //     every other op:  0.
 //   A node's `exact` is true when every shape its formula needs is known. When one is not, the
 //   node gets the documented fallback, exact = false: the weight's element count (the MACs of
 //   one output position / one row with batch 1), or 0 when the weight shape is unknown too.
-//   Compute ops without a formula (Einsum, attention, RNNs, ...; see is_compute_op()) get 0 with
+//   Compute ops without a formula (Einsum, attention, ...; see is_compute_op()) get 0 with
 //   exact = false: they do compute, this estimator just does not count it.
 // - Bad `input_shapes` and malformed graphs throw Error kBadInput naming `model_path`.
 #pragma once
@@ -52,9 +53,13 @@ struct MacEstimate {
   std::vector<std::string> notes;
 };
 
+// `observed_shapes`: shapes of float tensors seen while the model ran (inside If/Loop/Scan
+// bodies, where shape inference does not reach): declared in the copy before inference, so the
+// shapes that follow from them are inferred too.
 MacEstimate estimate_node_macs(const onnx::ModelProto& model,
                                const std::map<std::string, std::vector<int64_t>>& input_shapes = {},
-                               const std::string& model_path = "");
+                               const std::string& model_path = "",
+                               const std::map<std::string, std::vector<int64_t>>& observed_shapes = {});
 
 // How a runtime's optimized graph (ONNX Runtime's, saved with every optimization on) runs the
 // compute of the model it was built from: each node of `source_macs` with MACs is looked up by

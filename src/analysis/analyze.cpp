@@ -147,6 +147,7 @@ ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& mo
   const std::vector<std::optional<Precision>> precisions = analysis::classify_compute_nodes(graph);
   result.compute_ops = analysis::count_compute_ops(graph, precisions);
   result.coverage = analysis::summarize_coverage(result.compute_ops);
+  result.graph_coverage = analysis::summarize_graph_coverage(graph, precisions);
   result.islands = analysis::find_islands(graph, precisions);
   result.task = analysis::infer_task_type(graph, result.outputs);
   result.architecture = analysis::infer_architecture(graph);

@@ -96,4 +96,36 @@ Coverage summarize_coverage(const std::vector<ComputeOpCount>& compute_ops) {
   return coverage;
 }
 
+std::vector<GraphCoverage> summarize_graph_coverage(const ModelGraph& graph,
+                                                    const std::vector<std::optional<Precision>>& precisions) {
+  std::vector<GraphCoverage> rows;
+  std::map<const ir::GraphView*, size_t> row_of;
+  bool any_body = false;
+  for (size_t id = 0; id < graph.size(); ++id) {
+    if (!precisions[id]) continue;
+    const ir::GraphView* scope = graph.ref(id).graph;
+    auto [it, added] = row_of.emplace(scope, rows.size());
+    if (added) rows.push_back({scope->scope_name().empty() ? "main" : scope->scope_name(), {}});
+    any_body = any_body || !scope->scope_name().empty();
+    Coverage& c = rows[it->second].coverage;
+    ++c.compute_nodes;
+    switch (*precisions[id]) {
+      case Precision::kQuantized: ++c.quantized; break;
+      case Precision::kBFloat16: ++c.bf16; break;
+      case Precision::kFloat16: ++c.fp16; break;
+      case Precision::kFloat: ++c.float32; break;
+    }
+  }
+  if (!any_body) return {};
+  for (GraphCoverage& row : rows) {
+    Coverage& c = row.coverage;
+    const double total = static_cast<double>(c.compute_nodes);
+    c.quantized_percent = 100.0 * static_cast<double>(c.quantized) / total;
+    c.emulated_percent = 100.0 * static_cast<double>(c.bf16 + c.fp16) / total;
+  }
+  // The main graph first, then bodies in the order their first compute node appears.
+  std::stable_partition(rows.begin(), rows.end(), [](const GraphCoverage& r) { return r.graph == "main"; });
+  return rows;
+}
+
 }  // namespace mixprec::analysis

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <span>
 #include <string_view>
 
@@ -116,8 +117,19 @@ std::optional<double> gemm_macs(const ir::GraphView& graph, const onnx::NodeProt
   return static_cast<double>(*m) * static_cast<double>(n) * static_cast<double>(k);
 }
 
+// Every time step multiplies the input by W and the hidden state by R, per direction and gate:
+// X is [seq, batch, input] (or [batch, seq, input] with layout 1: the same product).
+std::optional<double> recurrent_macs(const ir::GraphView& graph, const onnx::NodeProto& node, int weight_input) {
+  const std::optional<Shape> x = input_shape(graph, node, 0);
+  const std::optional<Shape> w = input_shape(graph, node, weight_input);
+  const std::optional<Shape> r = input_shape(graph, node, weight_input + 1);
+  if (!x || x->size() != 3 || !w || !r) return std::nullopt;
+  return static_cast<double>((*x)[0]) * static_cast<double>((*x)[1]) * (product(*w) + product(*r));
+}
+
 // Indexed by ir::MacFormula.
-constexpr MacFormulaFn kMacFormulas[] = {nullptr, conv_macs, conv_transpose_macs, matmul_macs, gemm_macs};
+constexpr MacFormulaFn kMacFormulas[] = {nullptr, conv_macs, conv_transpose_macs, matmul_macs, gemm_macs,
+                                         recurrent_macs};
 static_assert(std::size(kMacFormulas) == ir::kMacFormulaCount);
 
 MacFormulaFn mac_formula(const ir::OpTraits& traits) { return kMacFormulas[static_cast<size_t>(traits.macs)]; }
@@ -195,14 +207,42 @@ void fix_input_shapes(onnx::GraphProto* graph, const std::map<std::string, std::
   }
 }
 
+// Declares each observed shape as a value_info of the graph (bodies included) computing it.
+void declare_observed_shapes(onnx::GraphProto& graph, const std::map<std::string, std::vector<int64_t>>& shapes) {
+  const auto declare = [&](const std::string& name) {
+    const auto it = shapes.find(name);
+    if (it == shapes.end()) return;
+    onnx::ValueInfoProto& info = *graph.add_value_info();
+    info.set_name(name);
+    onnx::TypeProto_Tensor* tensor = info.mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t dim : it->second) tensor->mutable_shape()->add_dim()->set_dim_value(dim);
+  };
+  std::set<std::string> declared;
+  for (const auto& info : graph.value_info()) declared.insert(info.name());
+  for (const auto& input : graph.input()) declared.insert(input.name());
+  for (const auto& output : graph.output()) declared.insert(output.name());
+  for (auto& node : *graph.mutable_node()) {
+    for (const auto& output : node.output()) {
+      if (!declared.contains(output)) declare(output);
+    }
+    for (auto& attribute : *node.mutable_attribute()) {
+      if (attribute.has_g()) declare_observed_shapes(*attribute.mutable_g(), shapes);
+      for (auto& body : *attribute.mutable_graphs()) declare_observed_shapes(body, shapes);
+    }
+  }
+}
+
 }  // namespace
 
 MacEstimate estimate_node_macs(const onnx::ModelProto& model,
                                const std::map<std::string, std::vector<int64_t>>& input_shapes,
-                               const std::string& model_path) {
+                               const std::string& model_path,
+                               const std::map<std::string, std::vector<int64_t>>& observed_shapes) {
   MacEstimate estimate;
   onnx::ModelProto copy = model;
   fix_input_shapes(copy.mutable_graph(), input_shapes, model_path, &estimate.notes);
+  if (!observed_shapes.empty()) declare_observed_shapes(*copy.mutable_graph(), observed_shapes);
   // error_mode 0: a node ONNX cannot infer (unknown schema, opset beyond libonnx's) keeps its
   // declared shapes and the rest of the graph is still inferred.
   try {

@@ -67,6 +67,8 @@ std::vector<std::optional<Precision>> classify_compute_nodes(const ModelGraph& g
 std::vector<ComputeOpCount> count_compute_ops(const ModelGraph& graph,
                                               const std::vector<std::optional<Precision>>& precisions);
 Coverage summarize_coverage(const std::vector<ComputeOpCount>& compute_ops);
+std::vector<GraphCoverage> summarize_graph_coverage(const ModelGraph& graph,
+                                                    const std::vector<std::optional<Precision>>& precisions);
 IslandSummary find_islands(const ModelGraph& graph, const std::vector<std::optional<Precision>>& precisions);
 // `outputs` are the main graph's outputs as analyze_model() describes them.
 TaskInference infer_task_type(const ModelGraph& graph, const std::vector<TensorInfo>& outputs);

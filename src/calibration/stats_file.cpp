@@ -9,6 +9,7 @@
 //     "data_description": "...",
 //     "histogram_bins": 2048,
 //     "ranks": {"conv1_out": 4, ...},      (the rank of every tensor the pass saw)
+//     "body_shapes": {"If_0_conv_in": [1, 4, 8], ...},   (only when the model has If/Loop/Scan bodies)
 //     "tensors": {
 //       "conv1_out": {"min":-1.5,"max":3.25,"count":4096,"nan_count":0,"hist_range":4.0,"hist":[-1000,3,17,-1046]},
 //       ...
@@ -78,10 +79,15 @@ class Reader {
   }
 
   // `object` must be an object with exactly `keys`.
-  void expect_keys(const Json& object, const std::string& where, std::initializer_list<const char*> keys) const {
+  // `keys` must all be there; `optional` ones may be.
+  void expect_keys(const Json& object, const std::string& where, std::initializer_list<const char*> keys,
+                   std::initializer_list<const char*> optional = {}) const {
     if (!object.is_object()) fail(where, "must be an object");
+    const auto listed = [&](std::initializer_list<const char*> list, const std::string& name) {
+      return std::find_if(list.begin(), list.end(), [&](const char* key) { return name == key; }) != list.end();
+    };
     for (const auto& item : object.items()) {
-      if (std::find_if(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; }) == keys.end()) {
+      if (!listed(keys, item.key()) && !listed(optional, item.key())) {
         fail(key_path(where, item.key().c_str()), "is not a statistics key");
       }
     }
@@ -178,7 +184,8 @@ CalibrationStats stats_from_json(const Json& doc, const std::string& path) {
     reader.fail("version", "must be " + std::to_string(kFileVersion) + " (a file from another mixprec version?)");
   }
   reader.expect_keys(doc, "", {"format", "version", "model_fingerprint", "samples", "data_description",
-                               "histogram_bins", "ranks", "tensors"});
+                               "histogram_bins", "ranks", "tensors"},
+                     {"body_shapes"});
   if (reader.unsigned_at(doc, "", "histogram_bins") != kHistogramBins) {
     reader.fail("histogram_bins", "must be " + std::to_string(kHistogramBins));
   }
@@ -192,6 +199,20 @@ CalibrationStats stats_from_json(const Json& doc, const std::string& path) {
   for (const auto& item : ranks.items()) {
     if (!item.value().is_number_unsigned()) reader.fail("ranks." + item.key(), "must be a non-negative integer");
     stats.ranks.emplace(item.key(), item.value().get<int64_t>());
+  }
+  if (doc.contains("body_shapes")) {
+    const Json& shapes = doc.at("body_shapes");
+    if (!shapes.is_object()) reader.fail("body_shapes", "must be an object");
+    for (const auto& item : shapes.items()) {
+      const auto bad = [&] { reader.fail("body_shapes." + item.key(), "must be a list of non-negative integers"); };
+      if (!item.value().is_array()) bad();
+      std::vector<int64_t> dims;
+      for (const Json& dim : item.value()) {
+        if (!dim.is_number_unsigned()) bad();
+        dims.push_back(dim.get<int64_t>());
+      }
+      stats.body_shapes.emplace(item.key(), std::move(dims));
+    }
   }
   const Json& tensors = doc.at("tensors");
   if (!tensors.is_object()) reader.fail("tensors", "must be an object");
@@ -216,6 +237,7 @@ void save_stats(const CalibrationStats& stats, const std::string& path) {
     line("data_description", stats.data_description);
     line("histogram_bins", kHistogramBins);
     line("ranks", Json(stats.ranks));
+    if (!stats.body_shapes.empty()) line("body_shapes", Json(stats.body_shapes));
     text += "  \"tensors\": {";
     const char* separator = "\n";
     for (const auto& [name, tensor] : stats.tensors) {

@@ -91,10 +91,9 @@ void index_body_scopes(const onnx::GraphProto& graph, const std::string& scope,
 
 // Bodies none of whose tapped tensors was computed on any sample (a branch no sample took, a
 // loop that never iterated), outermost only: a warning each, naming the samples.
-void warn_about_bodies_never_run(const onnx::ModelProto& model, const std::vector<std::string>& tensors,
-                                 const std::vector<bool>& computed, const std::string& data, const std::string& label) {
-  std::map<std::string, std::string> scope_of;
-  index_body_scopes(model.graph(), "", scope_of);
+void warn_about_bodies_never_run(const std::map<std::string, std::string>& scope_of,
+                                 const std::vector<std::string>& tensors, const std::vector<bool>& computed,
+                                 const std::string& data, const std::string& label) {
   std::map<std::string, std::pair<size_t, bool>> bodies;  // path -> (tapped tensors, any computed)
   for (size_t t = 0; t < tensors.size(); ++t) {
     const auto it = scope_of.find(tensors[t]);
@@ -185,6 +184,7 @@ class Binner : public TapSink {
  public:
   Binner(const std::vector<std::string>& tensors, size_t workers)
       : collectors_(tensors.size()), seen_(tensors.size(), false), ranks_(tensors.size(), -1),
+        first_shapes_(tensors.size()),
         locks_(std::make_unique<std::mutex[]>(tensors.size())) {
     for (size_t w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
   }
@@ -200,6 +200,7 @@ class Binner : public TapSink {
   void observe(size_t tap, const TensorView& tensor) override {
     ranks_[tap] = static_cast<int64_t>(tensor.shape.size());
     if (tensor.dtype != DType::kFloat32) return;  // shapes, indices, masks: nothing to calibrate
+    if (!seen_[tap]) first_shapes_[tap] = tensor.shape;
     seen_[tap] = true;
     const size_t count = tensor.bytes / sizeof(float);
     {
@@ -229,6 +230,7 @@ class Binner : public TapSink {
   }
 
   bool seen(size_t tap) const { return seen_[tap]; }
+  const std::vector<int64_t>& first_shape(size_t tap) const { return first_shapes_[tap]; }
   int64_t rank(size_t tap) const { return ranks_[tap]; }
   const TensorStats& stats(size_t tap) const { return collectors_[tap].stats(); }
 
@@ -299,6 +301,7 @@ class Binner : public TapSink {
   std::vector<StatsCollector> collectors_;
   std::vector<bool> seen_;  // written by the run's thread only
   std::vector<int64_t> ranks_;
+  std::vector<std::vector<int64_t>> first_shapes_;  // float tensors, the first sample's
   std::unique_ptr<std::mutex[]> locks_;  // one per collector
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
@@ -357,7 +360,12 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
       if (binner.rank(t) >= 0) stats.ranks[tensors[t]] = binner.rank(t);
       if (binner.seen(t)) stats.tensors.emplace(tensors[t], binner.stats(t));
     }
-    warn_about_bodies_never_run(prepared, tensors, computed, "the " + std::to_string(total) + " calibration samples (" +
+    std::map<std::string, std::string> scope_of;
+    index_body_scopes(prepared.graph(), "", scope_of);
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      if (binner.seen(t) && scope_of.contains(tensors[t])) stats.body_shapes[tensors[t]] = binner.first_shape(t);
+    }
+    warn_about_bodies_never_run(scope_of, tensors, computed, "the " + std::to_string(total) + " calibration samples (" +
                                 stats.data_description + ")", label);
   }
   stats.samples = total;

@@ -1,5 +1,6 @@
 #include "evaluation/cost_model.h"
 
+#include <functional>
 #include <unordered_map>
 
 #include "ir/graph_view.h"
@@ -21,25 +22,31 @@ CostModel::CostModel(const onnx::ModelProto& prepared, const MacEstimate& macs, 
     if (it == stats.tensors.end() || stats.samples == 0) return 0.0;
     return static_cast<double>(it->second.count) / static_cast<double>(stats.samples);
   };
-  std::unordered_map<size_t, int> position;  // graph index -> nodes_ index
-  for (size_t index : view.topological_order()) {
-    const onnx::NodeProto& proto = view.node(index);
-    Node node;
-    node.name = proto.name();
-    if (const auto it = macs.nodes.find(proto.name()); it != macs.nodes.end()) node.macs = it->second.macs;
-    node.layout_only = layout_only(proto);
-    for (const auto& input : proto.input()) {
-      if (input.empty() || view.is_initializer(input)) continue;
-      const auto producer = view.producer(input);
-      node.inputs.push_back(producer ? position.at(*producer) : -1);
-      node.input_elements.push_back(elements(input));
+  // Bodies of If/Loop/Scan nodes first, as they run inside their owner; a body node reading a
+  // value of an enclosing graph counts it as an input from outside (like a graph input).
+  std::unordered_map<ir::NodeRef, int, ir::NodeRefHash> position;  // node -> nodes_ index
+  const std::function<void(const ir::GraphView&)> add_graph = [&](const ir::GraphView& graph) {
+    for (size_t index : graph.topological_order()) {
+      for (const ir::GraphView* body : graph.subgraphs(index)) add_graph(*body);
+      const onnx::NodeProto& proto = graph.node(index);
+      Node node;
+      node.name = ir::node_label({&graph, index});  // the path assignments name it by
+      if (const auto it = macs.nodes.find(node.name); it != macs.nodes.end()) node.macs = it->second.macs;
+      node.layout_only = layout_only(proto);
+      for (const auto& input : proto.input()) {
+        if (input.empty() || graph.resolve_initializer(input) != nullptr) continue;
+        const auto producer = graph.producer(input);
+        node.inputs.push_back(producer ? position.at({&graph, *producer}) : -1);
+        node.input_elements.push_back(elements(input));
+      }
+      position[{&graph, index}] = static_cast<int>(nodes_.size());
+      nodes_.push_back(std::move(node));
     }
-    position[index] = static_cast<int>(nodes_.size());
-    nodes_.push_back(std::move(node));
-  }
+  };
+  add_graph(view);
   std::vector<size_t> readers(nodes_.size(), 0);
   for (const auto& output : prepared.graph().output()) {
-    if (const auto producer = view.producer(output.name())) ++readers[static_cast<size_t>(position.at(*producer))];
+    if (const auto producer = view.producer(output.name())) ++readers[static_cast<size_t>(position.at({&view, *producer}))];
   }
   for (const Node& node : nodes_) {
     for (int producer : node.inputs) {

@@ -11,6 +11,9 @@
 // tensor. The model's inputs and outputs are converted from and to the host's float32 in every
 // assignment (to int8 or to bf16 alike), so they are not counted.
 // Element counts are per sample, from the calibration statistics (value count / samples).
+// Nodes of If/Loop/Scan bodies count like main-graph nodes (named by path); a body's values
+// read from an enclosing graph count as inputs from outside, so no boundary is charged there,
+// and a body counts once whatever the branch taken or the number of iterations.
 #pragma once
 
 #include <cstddef>

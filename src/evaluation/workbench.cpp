@@ -102,7 +102,7 @@ const MacEstimate& Workbench::macs() {
   if (!macs_) {
     std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto& [name, tensor] : samples_->inputs(0)) shapes[name] = tensor.shape();
-    macs_ = estimate_node_macs(prepared_, shapes, setup_.model_path);
+    macs_ = estimate_node_macs(prepared_, shapes, setup_.model_path, stats_.body_shapes);
   }
   return *macs_;
 }

@@ -69,8 +69,9 @@ enum class MacFormula : uint8_t {
   kConvTranspose,  // input elements x prod(W dims[1:])
   kMatMul,         // output elements x K
   kGemm,           // M x N x K
+  kRecurrent,      // seq x batch x (W elements + R elements)  (LSTM, GRU, RNN)
 };
-inline constexpr size_t kMacFormulaCount = 5;
+inline constexpr size_t kMacFormulaCount = 6;
 
 // How a node's outputs get their element type when the graph does not declare it (default-
 // domain rows only: other domains' output types are unknown).

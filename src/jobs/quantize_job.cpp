@@ -139,6 +139,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
                                                     : prepare_model(std::move(model), preparation, label, &report.prepare);
   const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, label);
   count_precisions(assignment, report);
+  report.float_weights = describe_float_weights(assignment, prepared, label);
 
   CalibrationStats stats;
   const bool needs_stats = std::any_of(assignment.begin(), assignment.end(), [](const NodeAssignment& a) {

@@ -131,13 +131,20 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
   json["outputs"] = tensors_json(analysis.outputs);
   json["op_histogram"] = std::move(histogram);
   json["compute_ops"] = std::move(compute_ops);
-  json["coverage"] = {{"compute_nodes", coverage.compute_nodes},
-                      {"quantized", coverage.quantized},
-                      {"bf16", coverage.bf16},
-                      {"fp16", coverage.fp16},
-                      {"float", coverage.float32},
-                      {"quantized_percent", coverage.quantized_percent},
-                      {"emulated_percent", coverage.emulated_percent}};
+  const auto coverage_json = [](const Coverage& c) {
+    return Json{{"compute_nodes", c.compute_nodes}, {"quantized", c.quantized},
+                {"bf16", c.bf16},                   {"fp16", c.fp16},
+                {"float", c.float32},               {"quantized_percent", c.quantized_percent},
+                {"emulated_percent", c.emulated_percent}};
+  };
+  json["coverage"] = coverage_json(coverage);
+  Json graph_coverage = Json::array();
+  for (const GraphCoverage& row : analysis.graph_coverage) {
+    Json entry = coverage_json(row.coverage);
+    entry["graph"] = row.graph;
+    graph_coverage.push_back(std::move(entry));
+  }
+  json["graph_coverage"] = std::move(graph_coverage);
   json["islands"] = {{"quantized", analysis.islands.quantized_islands},
                      {"float", analysis.islands.float_islands},
                      {"bf16", analysis.islands.bf16_islands},
@@ -210,6 +217,18 @@ std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTable
   text += section("Coverage (quantized " + percent(coverage.quantized_percent) + ", emulated bf16/fp16 " +
                       percent(coverage.emulated_percent) + " of compute nodes)",
                   compute);
+
+  if (!analysis.graph_coverage.empty()) {
+    TextTable by_graph({"graph", "compute", "quantized", "bf16", "fp16", "float"});
+    for (const GraphCoverage& row : analysis.graph_coverage) {
+      const Coverage& c = row.coverage;
+      by_graph.add({row.graph, std::to_string(c.compute_nodes), std::to_string(c.quantized), std::to_string(c.bf16),
+                    std::to_string(c.fp16), std::to_string(c.float32)});
+    }
+    text += section("Coverage by graph (" + std::to_string(analysis.graph_coverage.size()) +
+                        " graphs with compute nodes; If/Loop/Scan bodies by path)",
+                    by_graph);
+  }
 
   const IslandSummary& summary = analysis.islands;
   TextTable islands({"#", "precision", "nodes", "first", "last"});

@@ -77,6 +77,7 @@ std::string quantize_text(const QuantizeReport& r) {
     for (const auto& note : bc->notes) out << "note         " << note << "\n";
   }
   for (const auto& note : r.rewrite.notes) out << "note         " << note << "\n";
+  for (const auto& line : r.float_weights) out << "left float   " << line << "\n";
   return out.str();
 }
 

@@ -451,7 +451,7 @@ std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& te
         output.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
         output.mutable_type()->mutable_tensor_type()->mutable_shape();  // a scalar (Scan wants the shape)
       }
-      std::string out = "mixprec_tap_" + node.name();
+      std::string out = "mixprec_tap_" + (node.name().empty() ? node.op_type() : node.name());
       while (names.count(out)) out += "_";
       names.insert(out);
       node.add_output(out);  // If: the branch's scalar; Loop/Scan: one per iteration, stacked

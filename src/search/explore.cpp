@@ -270,7 +270,11 @@ class Explorer : public search::SearchObserver {
     if (options_.calib_method) override_calib_method(base_, *options_.calib_method);
     std::optional<Score> best;
     if (!options_.calib_method && !options_.base_config) {
-      const bool pow2 = params_.deployment.profile().requires_power_of_two;
+      // Power-of-two methods where the device needs them and the preset's activations can take
+      // them (symmetric, power-of-two scales: XINT8); an asymmetric preset (U8S8) keeps the others.
+      const std::optional<TensorQuantSpec>& activations = base_.global.input_tensors;
+      const bool pow2 = params_.deployment.profile().requires_power_of_two && activations &&
+                        format_traits(activations->format).power_of_two_scale;
       CalibMethod chosen = base_.extra.calib_method;
       const QuantConfig preset = base_;
       for (const auto& method : all_calib_methods()) {

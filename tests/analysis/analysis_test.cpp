@@ -558,7 +558,8 @@ TEST(AnalysisReportTest, JsonHasStableKeysAndValues) {
   std::vector<std::string> keys;
   for (const auto& item : json.items()) keys.push_back(item.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"model", "quantization", "inputs", "outputs", "op_histogram", "compute_ops",
-                                            "coverage", "islands", "task", "architecture"}));
+                                            "coverage", "graph_coverage", "islands", "task", "architecture"}));
+  EXPECT_TRUE(json["graph_coverage"].empty());  // no If/Loop/Scan body
   std::vector<std::string> quant_keys;
   for (const auto& item : json["quantization"].items()) quant_keys.push_back(item.key());
   EXPECT_EQ(quant_keys, (std::vector<std::string>{"state", "quantize_linear", "dequantize_linear", "cast_pairs_bf16",

@@ -256,3 +256,54 @@ TEST(Macs, BadInputShapesAreErrors) {
 
 }  // namespace
 }  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// x [5, 2, 3] (seq 5, batch 2, input 3) -> LSTM, hidden 4, one direction: W [1, 16, 3],
+// R [1, 16, 4]; each of the 10 (step, batch) pairs multiplies 16x3 + 16x4 = 112: 1120.
+onnx::ModelProto lstm_model() {
+  return testing::ModelBuilder()
+      .add_input("x", onnx::TensorProto::FLOAT, {5, 2, 3})
+      .add_output("y_h", onnx::TensorProto::FLOAT, {1, 2, 4})
+      .add_initializer("W", {1, 16, 3}, std::vector<float>(48, 0.1f))
+      .add_initializer("R", {1, 16, 4}, std::vector<float>(64, 0.1f))
+      .add_node("LSTM", {"x", "W", "R"}, {"", "y_h"}, {testing::attr_int("hidden_size", 4)}, "lstm")
+      .build();
+}
+
+TEST(Macs, RecurrentOpsCountEveryStepOfBothWeightMatrices) {
+  const MacEstimate estimate = estimate_node_macs(lstm_model());
+  EXPECT_EQ(estimate.nodes.at("lstm").macs, 1120.0);
+  EXPECT_TRUE(estimate.exact);
+}
+
+TEST(Macs, ObservedShapesReachIntoBodies) {
+  // A Conv inside an If branch reads a value whose shape only a run tells (a Reshape to a
+  // computed shape): given as observed, its MACs are exact.
+  const onnx::GraphProto branch =
+      testing::ModelBuilder()
+          .add_output("y", onnx::TensorProto::FLOAT)
+          .add_initializer("w", {2, 1, 3}, std::vector<float>(6, 0.1f))
+          .add_node("Reshape", {"x", "shape"}, {"x3"}, {}, "to_3d")
+          .add_node("Conv", {"x3", "w"}, {"y"}, {testing::attr_ints("pads", {1, 1})}, "conv")
+          .build_graph();
+  const onnx::ModelProto model = testing::ModelBuilder()
+                                     .add_input("x", onnx::TensorProto::FLOAT, {1, 8})
+                                     .add_input("shape", onnx::TensorProto::INT64, {3})
+                                     .add_input("c", onnx::TensorProto::BOOL, {})
+                                     .add_output("out", onnx::TensorProto::FLOAT)
+                                     .add_node("If", {"c"}, {"out"},
+                                               {testing::attr_graph("then_branch", branch),
+                                                testing::attr_graph("else_branch", branch)},
+                                               "if")
+                                     .build();
+  EXPECT_FALSE(estimate_node_macs(model).nodes.at("if.then_branch/conv").exact);
+  // x3 [1, 1, 8] -> y [1, 2, 8]: 16 outputs x 1 x 3 = 48.
+  const MacEstimate observed = estimate_node_macs(model, {}, "", {{"x3", {1, 1, 8}}});
+  EXPECT_EQ(observed.nodes.at("if.then_branch/conv").macs, 48.0);
+  EXPECT_TRUE(observed.nodes.at("if.then_branch/conv").exact);
+}
+
+}  // namespace
+}  // namespace mixprec

@@ -2,12 +2,16 @@
 // bodies), quantized and stripped like main-graph nodes, on tiny models built here and run by
 // ONNX Runtime.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <map>
 
+#include "mixprec/analysis.h"
+#include "mixprec/calibration.h"
 #include "mixprec/config.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/formats.h"
@@ -337,6 +341,53 @@ TEST(SubgraphQuantization, LstmGetsBf16CastPairsAndInt8WeightsThroughDequantizeL
     EXPECT_LE(max_abs_diff(ref, got), q == &bf16 ? 0.01f : 0.05f);
     EXPECT_GT(max_abs_diff(ref, got), 0.0f);
   }
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+TEST(SubgraphQuantization, AnalyzeCountsCoveragePerBody) {
+  const Samples calibration(if_samples({true, true}));
+  const Quantized q = quantize_with(if_model(), "A8W8", calibration);
+  const ModelAnalysis analysis = analyze_model(q.model, kLabel);
+  ASSERT_EQ(analysis.graph_coverage.size(), 2u);  // the main graph has no compute node
+  EXPECT_EQ(analysis.graph_coverage[0].graph, "if.then_branch");
+  EXPECT_EQ(analysis.graph_coverage[0].coverage.quantized, 1);
+  EXPECT_EQ(analysis.graph_coverage[1].graph, "if.else_branch");
+  EXPECT_EQ(analysis.graph_coverage[1].coverage.float32, 1);  // never ran on the calibration data
+  EXPECT_EQ(analysis.coverage.compute_nodes, 2);
+  EXPECT_TRUE(analyze_model(lstm_model(), kLabel).graph_coverage.empty());  // no body: the totals say it all
+}
+
+TEST(SubgraphQuantization, WeightsLeftFloatAreNamedWithTheReason) {
+  QuantConfig config = *preset_config("U8S8");
+  config.exclude.node_names = {"lstm"};
+  const onnx::ModelProto model = prepare_model(lstm_model(), {}, kLabel);
+  EXPECT_EQ(describe_float_weights(assign_layers(config, model, kLabel), model, kLabel),
+            (std::vector<std::string>{"1 x LSTM (lstm) because exclude.node_names pattern lstm"}));
+  EXPECT_TRUE(describe_float_weights(assign_layers(*preset_config("U8S8"), model, kLabel), model, kLabel).empty());
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+TEST(SubgraphQuantization, CalibrationKeepsTheShapesSeenInsideBodiesInTheStatsFile) {
+  const Samples calibration(if_samples({true, true}));
+  const onnx::ModelProto prepared = prepare_model(if_model(), {}, kLabel);
+  const CalibrationStats stats = calibrate_model(prepared, kLabel, calibration);
+  EXPECT_EQ(stats.body_shapes.at("fc_then_in"), (std::vector<int64_t>{1, 8}));
+  EXPECT_FALSE(stats.body_shapes.contains("fc_else_in"));  // never ran
+  EXPECT_FALSE(stats.body_shapes.contains("x"));           // a main-graph tensor: inference knows it
+  const std::string path = ::testing::TempDir() + "/mixprec_body_shapes_" + std::to_string(::getpid()) + ".json";
+  save_stats(stats, path);
+  EXPECT_EQ(load_stats(path), stats);
+  std::remove(path.c_str());
 }
 
 }  // namespace
