@@ -15,6 +15,7 @@
 
 #include <onnx/shape_inference/implementation.h>
 
+#include "ir/graph_view.h"
 #include "mixprec/error.h"
 #include "mixprec/evaluation.h"
 #include "mixprec/log.h"
@@ -44,49 +45,26 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-// The inputs of every body (If/Loop/Scan, recursively) and the outputs of their nodes.
-void append_body_tensors(const onnx::GraphProto& graph, std::vector<std::string>& names) {
-  for (const auto& node : graph.node()) {
-    for (const auto& attribute : node.attribute()) {
-      std::vector<const onnx::GraphProto*> bodies;
-      if (attribute.has_g()) bodies.push_back(&attribute.g());
-      for (const auto& body : attribute.graphs()) bodies.push_back(&body);
-      for (const onnx::GraphProto* body : bodies) {
-        for (const auto& input : body->input()) names.push_back(input.name());
-        for (const auto& inner : body->node()) {
-          for (const auto& out : inner.output()) {
-            if (!out.empty()) names.push_back(out);
+// Every tensor an If/Loop/Scan body defines (its inputs, its nodes' outputs), recursively, in
+// body order, with the path of that body (ir::GraphView::scope_name: "If_0.else_branch").
+std::vector<std::pair<std::string, std::string>> body_tensors(const onnx::ModelProto& model, const std::string& label) {
+  const ir::GraphView view(model.graph(), label);
+  std::vector<std::pair<std::string, std::string>> tensors;
+  const std::function<void(const ir::GraphView&)> visit = [&](const ir::GraphView& graph) {
+    for (size_t index = 0; index < graph.node_count(); ++index) {
+      for (const ir::GraphView* body : graph.subgraphs(index)) {
+        for (const auto& input : body->graph().input()) tensors.emplace_back(input.name(), body->scope_name());
+        for (const auto& node : body->graph().node()) {
+          for (const auto& out : node.output()) {
+            if (!out.empty()) tensors.emplace_back(out, body->scope_name());
           }
         }
-        append_body_tensors(*body, names);
+        visit(*body);
       }
     }
-  }
-}
-
-// The body (its path, "If_0.else_branch") defining each tensor of an If/Loop/Scan body: its
-// inputs and its nodes' outputs; tensors of the main graph are absent.
-void index_body_scopes(const onnx::GraphProto& graph, const std::string& scope,
-                       std::map<std::string, std::string>& scope_of) {
-  for (int n = 0; n < graph.node_size(); ++n) {
-    const onnx::NodeProto& node = graph.node(n);
-    const std::string owner = (scope.empty() ? "" : scope + "/") +
-                              (node.name().empty() ? node.op_type() + "#" + std::to_string(n) : node.name());
-    for (const auto& attribute : node.attribute()) {
-      std::vector<std::pair<const onnx::GraphProto*, std::string>> bodies;
-      if (attribute.has_g()) bodies.emplace_back(&attribute.g(), owner + "." + attribute.name());
-      for (int k = 0; k < attribute.graphs_size(); ++k) {
-        bodies.emplace_back(&attribute.graphs(k), owner + "." + attribute.name() + "[" + std::to_string(k) + "]");
-      }
-      for (const auto& [body, path] : bodies) {
-        for (const auto& input : body->input()) scope_of.emplace(input.name(), path);
-        for (const auto& inner : body->node()) {
-          for (const auto& out : inner.output()) scope_of.emplace(out, path);
-        }
-        index_body_scopes(*body, path, scope_of);
-      }
-    }
-  }
+  };
+  visit(view);
+  return tensors;
 }
 
 // Bodies none of whose tapped tensors was computed on any sample (a branch no sample took, a
@@ -326,7 +304,7 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
     });
     const auto outputs = main_graph_tensors(prepared);
     tensors.insert(tensors.end(), outputs.begin(), outputs.end());
-    append_body_tensors(prepared.graph(), tensors);
+    for (auto& [name, scope] : body_tensors(prepared, label)) tensors.push_back(std::move(name));
   }
   const size_t available = source.size();
   const std::vector<size_t> used =
@@ -360,8 +338,8 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
       if (binner.rank(t) >= 0) stats.ranks[tensors[t]] = binner.rank(t);
       if (binner.seen(t)) stats.tensors.emplace(tensors[t], binner.stats(t));
     }
-    std::map<std::string, std::string> scope_of;
-    index_body_scopes(prepared.graph(), "", scope_of);
+    std::map<std::string, std::string> scope_of;  // tensor -> the body defining it
+    for (auto& [name, scope] : body_tensors(prepared, label)) scope_of.emplace(std::move(name), std::move(scope));
     for (size_t t = 0; t < tensors.size(); ++t) {
       if (binner.seen(t) && scope_of.contains(tensors[t])) stats.body_shapes[tensors[t]] = binner.first_shape(t);
     }
