@@ -24,6 +24,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "runtime/quark_ops.h"
 
 namespace mixprec {
 namespace fs = std::filesystem;
@@ -157,6 +158,8 @@ Ort::SessionOptions make_session_options(const SessionOptions& options, const st
                                          OrtCustomOpDomain* custom_ops = nullptr, bool large = false) {
   Ort::SessionOptions so;
   if (custom_ops != nullptr) so.Add(custom_ops);
+  // Quark's operators, so Quark-made and block-format models run on CPU.
+  for (OrtCustomOpDomain* domain : quark_op_domains()) so.Add(domain);
   if (large) so.AddConfigEntry(kOrtSessionOptionsConfigDisablePrepacking, "1");
   so.SetGraphOptimizationLevel(to_ort(options.optimization));
   if (options.intra_op_threads > 0) so.SetIntraOpNumThreads(options.intra_op_threads);

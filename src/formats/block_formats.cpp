@@ -1,0 +1,316 @@
+// BFP and MX fake quantization (see mixprec/block_formats.h for the contract).
+#include "mixprec/block_formats.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "common/text.h"
+#include "mixprec/tensor.h"
+
+namespace mixprec {
+namespace {
+
+constexpr uint32_t kExponentMask = 0x7f800000u;
+constexpr uint32_t kMantissaMask = 0x007fffffu;
+constexpr uint32_t kSignMask = 0x80000000u;
+constexpr int kMantissaBits = 23;  // float32's stored mantissa
+constexpr int kExponentBias = 127;
+
+constexpr MxElementTraits kMxElements[] = {
+    // id                  name        ebits mbits emax max_norm
+    {MxElement::kInt8,     "int8",     0,    8,    0,   127.0f},
+    {MxElement::kFp8E4M3,  "fp8_e4m3", 4,    3,    8,   448.0f},
+    {MxElement::kFp8E5M2,  "fp8_e5m2", 5,    2,    15,  57344.0f},
+    {MxElement::kFp6E3M2,  "fp6_e3m2", 3,    2,    4,   28.0f},
+    {MxElement::kFp6E2M3,  "fp6_e2m3", 2,    3,    2,   7.5f},
+    {MxElement::kFp4E2M1,  "fp4_e2m1", 2,    1,    2,   6.0f},
+};
+static_assert(std::size(kMxElements) == static_cast<size_t>(MxElement::kFp4E2M1) + 1);
+
+uint32_t biased_exponent(float x) { return (std::bit_cast<uint32_t>(x) & kExponentMask) >> kMantissaBits; }
+
+// The shared exponent of to_bfp and MX: the largest biased exponent, Inf/NaN counted as 0.
+uint32_t shared_exponent_finite(std::span<const float> block) {
+  uint32_t shared = 0;
+  for (float x : block) {
+    const uint32_t e = biased_exponent(x);
+    if (e != 0xff) shared = std::max(shared, e);
+  }
+  return shared;
+}
+
+uint32_t max_exponent(std::span<const float> values) {
+  uint32_t shared = 0;
+  for (float x : values) shared = std::max(shared, biased_exponent(x));
+  return shared;
+}
+
+// 2^e as a float (exact down to 2^-149).
+float pow2(int e) { return static_cast<float>(std::ldexp(1.0, e)); }
+
+// x rounded to an integer value by `mode`.
+float round_by(float x, BlockRounding mode) {
+  switch (mode) {
+    case BlockRounding::kHalfAwayFromZero: return std::round(x);
+    case BlockRounding::kHalfUp: return (x < 0 && x - std::floor(x) == 0.5f) ? std::ceil(x) : std::round(x);
+    case BlockRounding::kHalfToEven: return std::nearbyint(x);  // the default FP environment rounds to even
+  }
+  return std::round(x);
+}
+
+// The integer x >> tail_bits rounded by `mode` on the dropped bits (`negative` is the value's
+// sign, for ties toward +infinity); results equal to `upper` are not rounded up.
+uint32_t shift_round(uint32_t x, uint32_t tail_bits, uint32_t upper, bool negative, BlockRounding mode) {
+  if (tail_bits == 0) return x;
+  if (tail_bits > 25) return 0;  // below half of the smallest step even for a 24-bit mantissa
+  const uint32_t kept = x >> tail_bits;
+  if (kept == upper) return kept;
+  const uint32_t half = 1u << (tail_bits - 1);
+  const uint32_t tail = x & ((1u << tail_bits) - 1);
+  if (tail < half) return kept;
+  if (tail > half) return kept + 1;
+  switch (mode) {
+    case BlockRounding::kHalfAwayFromZero: return kept + 1;
+    case BlockRounding::kHalfUp: return negative ? kept : kept + 1;
+    case BlockRounding::kHalfToEven: return (kept & 1u) ? kept + 1 : kept;
+  }
+  return kept;
+}
+
+void to_bfp(std::span<const float> in, std::span<float> out, const BfpSpec& spec) {
+  uint32_t shared = shared_exponent_finite(in);
+  const int mantissa_bits = static_cast<int>(spec.bit_width) - 9;
+  int exponent = static_cast<int>(shared) - kExponentBias;
+  float scale = pow2(exponent - (mantissa_bits - 1));
+  float lowest = 0, highest = 0;
+  if (spec.compiler_kernel) {
+    // A largest-exponent element that rounds to a code outside [-128, 128) raises the exponent.
+    for (float x : in) {
+      if (biased_exponent(x) != shared) continue;
+      const float code = round_by(x / scale, spec.rounding);
+      if (code >= 128 || code < -128) {
+        ++exponent;
+        scale *= 2.0f;
+        break;
+      }
+    }
+    highest = static_cast<float>(std::ldexp(1.0, exponent) * (std::ldexp(1.0, mantissa_bits) - 1));
+    lowest = static_cast<float>(-std::ldexp(1.0, exponent) * std::ldexp(1.0, mantissa_bits));
+  } else {
+    // In double, as Quark's kernel: 2^128 - scale still fits a float when E is 254.
+    highest = static_cast<float>(std::ldexp(1.0, exponent + 1) - static_cast<double>(scale));
+    lowest = -highest;
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float x = in[i];
+    if (biased_exponent(x) == 0xff) {
+      out[i] = x;
+      continue;
+    }
+    out[i] = std::clamp(round_by(x / scale, spec.rounding) * scale, lowest, highest);
+  }
+}
+
+void to_bfp_prime(std::span<const float> in, std::span<float> out, const BfpSpec& spec) {
+  const uint32_t mantissa_bits = static_cast<uint32_t>(spec.bit_width - 9);
+  const uint32_t shared = max_exponent(in);
+  const uint32_t shift_limit = (1u << spec.sub_block_shift_bits) - 1;
+  const uint32_t upper = (1u << (mantissa_bits + 1)) - 1;
+  const size_t sub = static_cast<size_t>(spec.sub_block_size);
+  for (size_t start = 0; start < in.size(); start += sub) {
+    const uint32_t sub_max = max_exponent(in.subspan(start, sub));
+    const uint32_t shift = std::min(shared - sub_max, shift_limit);
+    for (size_t i = start; i < start + sub; ++i) {
+      const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
+      const uint32_t e = (bits & kExponentMask) >> kMantissaBits;
+      // Subnormals flush to zero; normal values get their implicit leading 1.
+      const uint32_t mantissa = e == 0 ? 0 : (bits & kMantissaMask) | (1u << kMantissaBits);
+      const bool negative = (bits & kSignMask) != 0;
+      const uint32_t tail = shared - shift - e + kMantissaBits - mantissa_bits + 1;
+      const uint32_t code = shift_round(mantissa, tail, upper, negative, spec.rounding);
+      if (shared == 0xff) {
+        out[i] = std::bit_cast<float>(0x7fffffffu);
+        continue;
+      }
+      // (-1)^s * 2^(E - bias - shift + 1 - m) * code
+      const int step = static_cast<int>(shared) - kExponentBias - static_cast<int>(shift) + 1 -
+                       static_cast<int>(mantissa_bits);
+      const double magnitude = std::ldexp(1.0, step) * static_cast<double>(code);
+      out[i] = static_cast<float>(negative ? -magnitude : magnitude);
+    }
+  }
+}
+
+// Lines along `axis`: outer x line x inner, blocks along the line.
+struct Lines {
+  int64_t outer = 1, length = 1, inner = 1;
+};
+
+Lines lines_of(std::span<const int64_t> shape, int64_t axis) {
+  Lines lines;
+  if (shape.size() == 1) {
+    lines.length = shape[0];
+    return lines;
+  }
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (axis < 0) axis += rank;
+  assert(axis >= 0 && axis < rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) lines.outer *= shape[d];
+    if (d == axis) lines.length = shape[d];
+    if (d > axis) lines.inner *= shape[d];
+  }
+  return lines;
+}
+
+template <class BlockFn>
+void for_each_block(std::span<const float> values, std::span<const int64_t> shape, int64_t axis, int64_t block_size,
+                    std::span<float> out, const BlockFn& block_fn) {
+  assert(values.size() == out.size());
+  const Lines lines = lines_of(shape, axis);
+  const size_t block = static_cast<size_t>(block_size);
+  std::vector<float> in_block(block), out_block(block);
+  for (int64_t o = 0; o < lines.outer; ++o) {
+    for (int64_t i = 0; i < lines.inner; ++i) {
+      const int64_t base = o * lines.length * lines.inner + i;
+      for (int64_t start = 0; start < lines.length; start += block_size) {
+        const int64_t count = std::min<int64_t>(block_size, lines.length - start);
+        for (int64_t k = 0; k < count; ++k) in_block[k] = values[base + (start + k) * lines.inner];
+        std::fill(in_block.begin() + count, in_block.end(), 0.0f);
+        block_fn(std::span<const float>(in_block), std::span<float>(out_block));
+        for (int64_t k = 0; k < count; ++k) out[base + (start + k) * lines.inner] = out_block[k];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const MxElementTraits& mx_element_traits(MxElement element) { return kMxElements[static_cast<size_t>(element)]; }
+std::span<const MxElementTraits> all_mx_elements() { return kMxElements; }
+
+bool mx_element_from_name(std::string_view name, MxElement* out) {
+  for (const MxElementTraits& row : kMxElements) {
+    if (name == row.name) {
+      *out = row.id;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string mx_element_names() {
+  std::vector<std::string> names;
+  for (const MxElementTraits& row : kMxElements) names.emplace_back(row.name);
+  return text::join(names);
+}
+
+std::string check_spec(const BfpSpec& spec) {
+  if (spec.bit_width < 10 || spec.bit_width > 16) {
+    return "bit_width " + std::to_string(spec.bit_width) + " is outside [10, 16]";
+  }
+  if (spec.block_size < 1 || spec.block_size > (1 << 20)) return "block_size must be in [1, 1048576]";
+  if (static_cast<int>(spec.rounding) > 2) return "rounding_mode must be 0, 1 or 2";
+  if (spec.method == BfpMethod::kBfpPrime) {
+    if (spec.sub_block_size < 1 || spec.block_size % spec.sub_block_size != 0) {
+      return "sub_block_size " + std::to_string(spec.sub_block_size) + " must divide block_size " +
+             std::to_string(spec.block_size);
+    }
+    if (spec.sub_block_shift_bits < 0 || spec.sub_block_shift_bits > 8) return "sub_block_shift_bits must be in [0, 8]";
+  }
+  return "";
+}
+
+std::string check_spec(const MxSpec& spec) {
+  if (spec.block_size < 1 || spec.block_size > (1 << 20)) return "block_size must be in [1, 1048576]";
+  if (static_cast<int>(spec.rounding) > 2) return "rounding_mode must be 0, 1 or 2";
+  return "";
+}
+
+float round_to_minifloat(float x, int ebits, int mbits, float max_norm) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  int e = static_cast<int>((bits & kExponentMask) >> kMantissaBits);
+  if (e == 0xff) return x;
+  uint32_t mantissa = bits & kMantissaMask;
+  int width = kMantissaBits;  // bits the mantissa occupies, with its implicit 1 for normal values
+  if (e != 0) {
+    mantissa |= 1u << kMantissaBits;
+    ++width;
+  }
+  // Below the target's smallest normal exponent the target is subnormal: fewer mantissa bits.
+  const int target_exponent = e - kExponentBias + (1 << (ebits - 1)) - 1;
+  const int subnormal_shift = target_exponent > 0 ? 0 : 1 - target_exponent;
+  const int tail = kMantissaBits - mbits + subnormal_shift;
+  mantissa = shift_round(mantissa, static_cast<uint32_t>(tail), 0xffffffffu, false, BlockRounding::kHalfToEven);
+  if (mantissa == 0) return 0.0f;
+  mantissa <<= tail;
+  if (mantissa >= (1u << width)) {  // rounding carried into the next binade
+    if (e != 0) mantissa >>= 1;
+    ++e;
+  }
+  float magnitude = std::bit_cast<float>((static_cast<uint32_t>(e) << kMantissaBits) + (mantissa & kMantissaMask));
+  magnitude = std::min(magnitude, max_norm);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | (bits & kSignMask));
+}
+
+void bfp_block(std::span<const float> in, std::span<float> out, const BfpSpec& spec) {
+  assert(in.size() == out.size() && static_cast<int64_t>(in.size()) == spec.block_size);
+  if (spec.method == BfpMethod::kBfp) {
+    to_bfp(in, out, spec);
+  } else {
+    to_bfp_prime(in, out, spec);
+  }
+}
+
+void mx_block(std::span<const float> in, std::span<float> out, const MxSpec& spec) {
+  assert(in.size() == out.size() && static_cast<int64_t>(in.size()) == spec.block_size);
+  const MxElementTraits& element = mx_element_traits(spec.element);
+  const int exponent = static_cast<int>(shared_exponent_finite(in)) - kExponentBias - element.emax;
+  const float scale = pow2(exponent);  // E8M0
+  constexpr float kInt8Step = 1.0f / 64;  // MXINT8's implicit scale 2^-6
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float x = in[i];
+    if (biased_exponent(x) == 0xff) {
+      out[i] = x;
+      continue;
+    }
+    float v = x / scale;
+    if (element.ebits > 0) {
+      v = round_to_minifloat(v, element.ebits, element.mbits, element.max_norm);
+    } else {
+      v = std::clamp(round_by(v / kInt8Step, spec.rounding), -128.0f, 127.0f) * kInt8Step;
+    }
+    out[i] = scale * v;
+  }
+}
+
+void bfp_fake_quantize(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                       const BfpSpec& spec, std::span<float> out) {
+  std::vector<float> rounded;
+  if (spec.round_to_bfloat16_first) {
+    rounded.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) rounded[i] = bfloat16_to_float(float_to_bfloat16(values[i]));
+    values = rounded;
+  }
+  if (values.size() == 1) {
+    out[0] = values[0];
+    return;
+  }
+  for_each_block(values, shape, axis, spec.block_size, out,
+                 [&spec](std::span<const float> in, std::span<float> o) { bfp_block(in, o, spec); });
+}
+
+void mx_fake_quantize(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                      const MxSpec& spec, std::span<float> out) {
+  if (values.size() == 1) {
+    out[0] = values[0];
+    return;
+  }
+  for_each_block(values, shape, axis, spec.block_size, out,
+                 [&spec](std::span<const float> in, std::span<float> o) { mx_block(in, o, spec); });
+}
+
+}  // namespace mixprec

@@ -1,0 +1,165 @@
+// The com.amd.quark operators run inside ONNX Runtime sessions that mixprec opens: tiny models
+// carrying them, checked against hand-worked values and the block numerics.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "mixprec/block_formats.h"
+#include "mixprec/error.h"
+#include "mixprec/runtime.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+using testing::attr_int;
+using testing::attr_string;
+using testing::ModelBuilder;
+
+constexpr const char* kQuark = "com.amd.quark";
+
+Tensor floats(Shape shape, const std::vector<float>& values) { return Tensor::from_floats(std::move(shape), values); }
+
+std::vector<float> run_one(const onnx::ModelProto& model, const Tensor& x) {
+  const Session session = Session::from_model(model, "quark_ops");
+  const NamedTensors out = session.run({{"x", x}});
+  return out.at(0).second.to_floats();
+}
+
+onnx::ModelProto block_model(const std::string& op, std::vector<onnx::AttributeProto> attributes,
+                             const std::vector<int64_t>& dims, int32_t type = onnx::TensorProto::FLOAT) {
+  std::vector<testing::DimSpec> spec(dims.begin(), dims.end());
+  return ModelBuilder()
+      .add_input("x", type, spec)
+      .add_output("y", type, spec)
+      .add_node(op, {"x"}, {"y"}, std::move(attributes), "fq", kQuark)
+      .build();
+}
+
+TEST(QuarkOps, BfpNodeMatchesTheBlockNumericsAlongItsAxis) {
+  // NCHW [1, 12, 2, 2]: blocks of 8 along the channels, the second block of each line padded.
+  const std::vector<int64_t> dims = {1, 12, 2, 2};
+  const std::vector<float> values = testing::deterministic_values(48, 7, 3.0f);
+  const onnx::ModelProto model = block_model("BFPQuantizeDequantize", {}, dims);
+  const std::vector<float> got = run_one(model, Tensor::from_floats(dims, values));
+  std::vector<float> want(values.size());
+  bfp_fake_quantize(values, dims, 1, BfpSpec{}, want);
+  EXPECT_EQ(got, want);
+  EXPECT_NE(got, values);  // it did quantize
+}
+
+TEST(QuarkOps, BfpPrimeAndAttributesReachTheKernel) {
+  const std::vector<int64_t> dims = {4, 16};
+  const std::vector<float> values = testing::deterministic_values(64, 3, 2.0f);
+  const onnx::ModelProto model =
+      block_model("BFPQuantizeDequantize",
+                  {attr_string("bfp_method", "to_bfp_prime"), attr_int("bit_width", 13), attr_int("block_size", 16),
+                   attr_int("axis", -1), attr_int("rounding_mode", 2)},
+                  dims);
+  std::vector<float> want(values.size());
+  const BfpSpec spec{.method = BfpMethod::kBfpPrime, .bit_width = 13, .block_size = 16,
+                     .rounding = BlockRounding::kHalfToEven};
+  bfp_fake_quantize(values, dims, 1, spec, want);
+  EXPECT_EQ(run_one(model, Tensor::from_floats(dims, values)), want);
+}
+
+TEST(QuarkOps, MxNodeOnFloat16KeepsTheType) {
+  const std::vector<int64_t> dims = {2, 32};
+  const std::vector<float> values = testing::deterministic_values(64, 11, 4.0f);
+  const Tensor x = Tensor::from_floats(DType::kFloat16, dims, values);
+  const onnx::ModelProto model = block_model("MXQuantizeDequantize", {attr_string("element_dtype", "fp8_e4m3"),
+                                                                      attr_int("axis", 1)},
+                                             dims, onnx::TensorProto::FLOAT16);
+  const Session session = Session::from_model(model, "mx_fp16");
+  const NamedTensors out = session.run({{"x", x}});
+  ASSERT_EQ(out.at(0).second.dtype(), DType::kFloat16);
+  const std::vector<float> in = x.to_floats();
+  std::vector<float> want(in.size());
+  mx_fake_quantize(in, dims, 1, {.element = MxElement::kFp8E4M3}, want);
+  EXPECT_EQ(out.at(0).second.to_floats(), Tensor::from_floats(DType::kFloat16, dims, want).to_floats());
+}
+
+TEST(QuarkOps, BadAttributesFailNamingTheNode) {
+  const onnx::ModelProto model = block_model("MXQuantizeDequantize", {attr_string("element_dtype", "fp7")}, {1, 4});
+  try {
+    run_one(model, floats({1, 4}, {1, 2, 3, 4}));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("MXQuantizeDequantize node 'fq'"), std::string::npos) << what;
+    EXPECT_NE(what.find("element_dtype 'fp7'"), std::string::npos) << what;
+  }
+  const onnx::ModelProto bad_axis = block_model("BFPQuantizeDequantize", {attr_int("axis", 3)}, {2, 4});
+  EXPECT_THROW(run_one(bad_axis, floats({2, 4}, std::vector<float>(8, 1.0f))), Error);
+}
+
+// x / 0.5 rounded half to even plus 3, saturated: 1.0 -> 5, 0.75 -> 1.5 -> 2 -> 5, -100 -> -197
+// -> -128, 0.25 -> 0.5 -> 0 -> 3; back: (q - 3) * 0.5.
+TEST(QuarkOps, ExtendedQdqInt8PerTensor) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", onnx::TensorProto::FLOAT, {4})
+                                     .add_output("q", onnx::TensorProto::INT8, {4})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {4})
+                                     .add_initializer("s", {}, {0.5f})
+                                     .add_initializer_i8("zp", {}, {3})
+                                     .add_node("ExtendedQuantizeLinear", {"x", "s", "zp"}, {"q"}, {}, "q", kQuark)
+                                     .add_node("ExtendedDequantizeLinear", {"q", "s", "zp"}, {"y"}, {}, "dq", kQuark)
+                                     .build();
+  const Session session = Session::from_model(model, "extended_qdq");
+  const NamedTensors out = session.run({{"x", floats({4}, {1.0f, 0.75f, -100.0f, 0.25f})}});
+  EXPECT_EQ(out.at(0).second.to_floats(), (std::vector<float>{5, 5, -128, 3}));
+  EXPECT_EQ(out.at(1).second.to_floats(), (std::vector<float>{1.0f, 1.0f, -65.5f, 0.0f}));
+}
+
+// Per axis 1 with int16 codes: column 0 scale 0.5 zp 0, column 1 scale 0.25 zp 10.
+TEST(QuarkOps, ExtendedQuantizeInt16PerAxis) {
+  onnx::TensorProto zp;
+  zp.set_name("zp");
+  zp.set_data_type(onnx::TensorProto::INT16);
+  zp.add_dims(2);
+  zp.add_int32_data(0);
+  zp.add_int32_data(10);
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", onnx::TensorProto::FLOAT, {2, 2})
+                                     .add_output("q", onnx::TensorProto::INT16, {2, 2})
+                                     .add_initializer("s", {2}, {0.5f, 0.25f})
+                                     .add_initializer(zp)
+                                     .add_node("ExtendedQuantizeLinear", {"x", "s", "zp"}, {"q"}, {attr_int("axis", 1)},
+                                               "q", kQuark)
+                                     .build();
+  EXPECT_EQ(run_one(model, floats({2, 2}, {1.0f, 1.0f, -1.0f, 0.3f})),
+            (std::vector<float>{2, 14, -2, 11}));
+}
+
+// A bfloat16 zero point makes the codes x / scale + zp in bfloat16: 3 / 2 = 1.5 exactly;
+// 1.0001 / 2 = 0.50005 rounds to bfloat16's 0.5.
+TEST(QuarkOps, ExtendedQdqBfloat16Codes) {
+  onnx::TensorProto zp;
+  zp.set_name("zp");
+  zp.set_data_type(onnx::TensorProto::BFLOAT16);
+  zp.add_int32_data(0);
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", onnx::TensorProto::FLOAT, {2})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {2})
+                                     .add_initializer("s", {}, {2.0f})
+                                     .add_initializer(zp)
+                                     .add_node("ExtendedQuantizeLinear", {"x", "s", "zp"}, {"q"}, {}, "q", kQuark)
+                                     .add_node("ExtendedDequantizeLinear", {"q", "s", "zp"}, {"y"}, {}, "dq", kQuark)
+                                     .build();
+  EXPECT_EQ(run_one(model, floats({2}, {3.0f, 1.0001f})), (std::vector<float>{3.0f, 1.0f}));
+}
+
+TEST(QuarkOps, OldVitisDomainNamesRunToo) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", onnx::TensorProto::FLOAT, {1, 8})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {1, 8})
+                                     .add_node("BFPFixNeuron", {"x"}, {"y"}, {}, "fq", "com.vai.quantize")
+                                     .build();
+  const std::vector<float> values = {1.0f, 0.3f, -0.5f, 3.99f, 0.078125f, -0.078125f, 1e-9f, 0.0f};
+  EXPECT_EQ(run_one(model, floats({1, 8}, values)),
+            (std::vector<float>{1.0f, 0.3125f, -0.5f, 3.96875f, 0.09375f, -0.09375f, 0.0f, 0.0f}));
+}
+
+}  // namespace
+}  // namespace mixprec
