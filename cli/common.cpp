@@ -176,6 +176,12 @@ ProgressFn progress_bar(const std::string& label) {
   };
 }
 
+std::string preset_list() {
+  std::string list;
+  for (const std::string& name : preset_names()) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
 CalibMethod parse_calib_method(const std::string& name) {
   if (const auto method = calib_method_from_name(name)) return *method;
   std::string known;

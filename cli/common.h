@@ -60,6 +60,9 @@ struct DeploymentFlags {
 // --calib-method NAME; an unknown name is an error listing the known ones.
 CalibMethod parse_calib_method(const std::string& name);
 
+// The presets' names, comma separated, for --preset help texts.
+std::string preset_list();
+
 // Each subcommand registers itself on the app and returns the action to run once parsed;
 // the action returns the exit code.
 struct Command {

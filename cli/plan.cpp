@@ -22,7 +22,7 @@ Command add_plan(CLI::App& app) {
   cmd->add_option("--target", flags->target, "cpu, cuda, npu_cnn or npu_transformer")->capture_default_str();
   cmd->add_option("--goal", flags->goal, "accuracy, size or speed")->capture_default_str();
   cmd->add_option("--device", flags->device, "NPU targets: stx or ve2 (default ve2)");
-  cmd->add_option("--preset", flags->preset, "XINT8, A8W8, U8S8, A16W8, BF16, FP16 (default: the plan's choice)");
+  cmd->add_option("--preset", flags->preset, "a preset (default: the plan's choice): " + preset_list());
   cmd->add_option("--calib-method", flags->calib_method,
                   "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (default: the plan's choice)");
   cmd->add_option("--calib-samples", flags->samples, "calibration samples (default: 256 for accuracy, else 100)");

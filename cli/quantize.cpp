@@ -21,7 +21,7 @@ Command add_quantize(CLI::App& app) {
   cmd->add_option("MODEL", flags->model, "float ONNX model (with --plan: default the plan's model)");
   cmd->add_option("-o,--output", flags->output, "quantized model to write")->required();
   auto* config = cmd->add_option("--config", flags->config, "Quark-style JSON config");
-  auto* preset = cmd->add_option("--preset", flags->preset, "XINT8, A8W8, U8S8, A16W8, BF16, FP16, or one with AdaRound/AdaQuant: XINT8_ADAROUND, XINT8_ADAQUANT, A8W8_ADAROUND, A8W8_ADAQUANT, A16W8_ADAROUND, A16W8_ADAQUANT, U8S8_ADAROUND")->excludes(config);
+  auto* preset = cmd->add_option("--preset", flags->preset, "a preset: " + preset_list())->excludes(config);
   cmd->add_option("--plan", flags->plan, "execute a quant_plan.json written by `mixprec plan`")->excludes(config)->excludes(preset);
   flags->data.add_to(*cmd, "--calibration-data", 0);
   cmd->add_option("--calib-method", flags->calib_method,

@@ -19,7 +19,7 @@ Command add_requantize(CLI::App& app) {
       "requantize", "Strip a quantized model's quantization, quantize it again with a new config, report the delta");
   cmd->add_option("QMODEL", flags->model, "quantized ONNX model (Q/DQ or cast pairs)")->required();
   cmd->add_option("--config", flags->config, "the new Quark-style config JSON");
-  cmd->add_option("--preset", flags->preset, "or a preset: XINT8, A8W8, U8S8, A16W8, BF16, FP16");
+  cmd->add_option("--preset", flags->preset, "or a preset: " + preset_list());
   cmd->add_option("-o,--output", flags->output, "the requantized model")->required();
   cmd->add_option("--work-dir", flags->work_dir, "stripped.onnx and statistics (default: OUTPUT_STEM.requantize)");
   flags->setup.add_to(*cmd, 100,

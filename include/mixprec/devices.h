@@ -33,6 +33,7 @@ struct RelativeThroughput {
   double bf16 = 0;
   double fp16 = 0;
   double fp32 = 0;
+  double block = 0;  // bfp16, mx4/6/9, mxint8, mxfp8/6/4
 };
 
 struct DeviceProfile {

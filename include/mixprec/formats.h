@@ -2,7 +2,9 @@
 // rounding math that turns a float range into quantization parameters and values into codes.
 //
 // Integer formats are emulated in the graph as QuantizeLinear/DequantizeLinear pairs; BF16 and
-// FP16 as Cast-to-low/Cast-to-float pairs. Everything here is exact, deterministic arithmetic:
+// FP16 as Cast-to-low/Cast-to-float pairs; the block formats (BFP16, MX*) as one com.amd.quark
+// BFPQuantizeDequantize / MXQuantizeDequantize node per activation, with weights rounded
+// offline (mixprec/block_formats.h). Everything here is exact, deterministic arithmetic:
 // rounding is round-half-to-even everywhere (as QuantizeLinear does), codes saturate at the
 // format's limits, and a degenerate range (all zeros, an all-zero weight channel) gives a
 // finite positive scale, never 0, Inf or NaN.
@@ -17,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mixprec/block_formats.h"
 #include "mixprec/tensor.h"
 
 namespace mixprec {
@@ -30,6 +33,17 @@ enum class FormatId : uint8_t {
   kUInt16,
   kBFloat16,  // exact emulation by casts
   kFloat16,   // exact emulation by casts
+  // Block formats (shared exponent per block), with Quark's parameters (block_format()).
+  kBfp16,      // BFP, 8 values share an exponent, 8-bit sign+mantissa
+  kMx4,        // Microexponents (to_bfp_prime) with 11, 13, 16 bits: blocks of 16,
+  kMx6,        //   sub-blocks of 2 with a 1-bit shift
+  kMx9,
+  kMxInt8,     // OCP MX: blocks of 32 with an E8M0 scale
+  kMxFp8E4M3,
+  kMxFp8E5M2,
+  kMxFp6E3M2,
+  kMxFp6E2M3,
+  kMxFp4E2M1,
 };
 
 // One row per format (see format_traits()); adding a format is one row plus its tests.
@@ -38,6 +52,7 @@ struct FormatTraits {
   const char* name;            // "xint8", "int8", ..., "bf16", "fp16", "fp32"
   const char* spec_name;       // Quark spec name: "XInt8Spec", "Int8Spec", ..., "BFloat16Spec"
   bool is_integer;             // Q/DQ emulated
+  bool is_block;               // a BFP/MX block format: fake quantized by a com.amd.quark node
   DType storage;               // element type of quantized codes / cast target
   int64_t qmin, qmax;          // integer code range (0, 0 for float formats)
   bool power_of_two_scale;     // scale must be 2^k
@@ -48,6 +63,16 @@ struct FormatTraits {
 };
 
 const FormatTraits& format_traits(FormatId id);
+
+// A block format's fake quantization: BFP (bfp_method to_bfp / to_bfp_prime) or MX. The axis
+// is the consumer's (insert_qdq blocks along the dot product's reduction axis).
+struct BlockFormat {
+  bool mx = false;  // MXQuantizeDequantize (mx) or BFPQuantizeDequantize (bfp)
+  BfpSpec bfp;
+  MxSpec mx_spec;
+};
+// nullptr for the formats that are not block formats.
+const BlockFormat* block_format(FormatId id);
 // The formats' names, comma separated, in the given order ("xint8, bf16").
 std::string format_names(std::span<const FormatId> formats);
 std::span<const FormatTraits> all_formats();
@@ -132,13 +157,15 @@ class Quantizer {
 int32_t quantize_value(float x, float scale, int32_t zero_point, FormatId format);
 // x through the format and back: fake quantization with the parameters of `channel` (0 for
 // per-tensor parameters) for integer formats; bf16/fp16 rounding (round-to-nearest-even) for
-// float formats, whose `params` are ignored; identity for fp32.
+// float formats, whose `params` are ignored; identity for fp32; for a block format, x alone in
+// a block of zeros.
 float fake_quantize_value(float x, const QuantParams& params, size_t channel, FormatId format);
 
 // Quantizes a float tensor (any float dtype) to a tensor of the format's storage type with the
 // same shape: integer codes (per channel when params.axis >= 0, which needs
 // params.scale.size() == shape[axis]), or for float formats the values cast to bf16/fp16/fp32.
-// Parameters that do not fit the tensor are a programmer error (kInternal).
+// Parameters that do not fit the tensor, or a block format (rounded along an axis by
+// bfp_fake_quantize/mx_fake_quantize), are a programmer error (kInternal).
 Tensor quantize_tensor(const Tensor& values, const QuantParams& params, FormatId format);
 
 // Parameters for a weight from its values (NaN elements are ignored, infinities are taken as

@@ -67,8 +67,10 @@ struct RewriteSummary {
   int64_t quantized_nodes = 0;    // nodes with at least one Q/DQ operand
   int64_t bf16_nodes = 0;         // nodes with at least one bf16 cast operand
   int64_t fp16_nodes = 0;
+  int64_t block_nodes = 0;        // nodes with at least one BFP/MX operand
   int64_t qdq_pairs = 0;          // activation Q/DQ pairs inserted
   int64_t cast_pairs = 0;         // activation cast pairs inserted
+  int64_t block_ops = 0;          // activation BFP/MX fake-quantization nodes inserted
   int64_t quantized_weights = 0;  // weight/bias initializers stored quantized (+DQ) or low precision (+Cast)
   std::vector<std::string> notes; // opset adaptations, skipped inputs and why
   // Body nodes (If/Loop/Scan, by path) left float although their config gives them an integer
@@ -92,13 +94,15 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
 struct StripSummary {
   int64_t qdq_pairs = 0;          // activation Q→DQ pairs removed
   int64_t cast_pairs = 0;         // activation cast pairs removed
+  int64_t block_nodes = 0;        // BFP/MX fake-quantization nodes removed
   int64_t folded_initializers = 0;// quantized / low-precision initializers turned back to float
   std::vector<std::string> notes;
 };
 
 // The float model inside a QDQ or cast-pair model (ours or another tool's): Q→DQ pairs and
 // Cast-to-low→Cast-to-float pairs disappear, DequantizeLinear / Cast of initializers fold into
-// float initializers. Custom-domain Q/DQ (com.microsoft) are handled the same way. QOperator
+// float initializers. Custom-domain Q/DQ (com.microsoft; Quark's com.amd.quark Extended Q/DQ)
+// are handled the same way, and Quark's BFP/MX fake-quantization nodes are removed. QOperator
 // models (QLinearConv, ...) are kUnsupported naming the node.
 onnx::ModelProto strip_quantization(const onnx::ModelProto& model, const std::string& label,
                                     StripSummary* summary = nullptr);

@@ -55,6 +55,19 @@ constexpr PresetRow kPresets[] = {
   {"BF16",  kBFloat16,  true,  kBFloat16,  false, kBFloat16,    kMinMax},
   // FP16: the same in float16.
   {"FP16",  kFloat16,   true,  kFloat16,   false, kFloat16,     kMinMax},
+  // Block formats (no calibration: each block takes its shared exponent from its values):
+  // activations through a com.amd.quark node, weights rounded offline, bias float. The
+  // parameters are Quark's (format_table.cpp).
+  {"BFP16",     kBfp16,     true, kBfp16,     false, kFloat32, kMinMax},
+  {"MX4",       kMx4,       true, kMx4,       false, kFloat32, kMinMax},
+  {"MX6",       kMx6,       true, kMx6,       false, kFloat32, kMinMax},
+  {"MX9",       kMx9,       true, kMx9,       false, kFloat32, kMinMax},
+  {"MXINT8",    kMxInt8,    true, kMxInt8,    false, kFloat32, kMinMax},
+  {"MXFP8E4M3", kMxFp8E4M3, true, kMxFp8E4M3, false, kFloat32, kMinMax},
+  {"MXFP8E5M2", kMxFp8E5M2, true, kMxFp8E5M2, false, kFloat32, kMinMax},
+  {"MXFP6E3M2", kMxFp6E3M2, true, kMxFp6E3M2, false, kFloat32, kMinMax},
+  {"MXFP6E2M3", kMxFp6E2M3, true, kMxFp6E2M3, false, kFloat32, kMinMax},
+  {"MXFP4E2M1", kMxFp4E2M1, true, kMxFp4E2M1, false, kFloat32, kMinMax},
 };
 // clang-format on
 
@@ -106,7 +119,8 @@ std::optional<QuantConfig> preset_config(const std::string& name) {
   QuantConfig config;
   config.global.input_tensors = TensorQuantSpec{.format = row->activations};
   config.global.weight = TensorQuantSpec{.format = row->weights, .per_channel = row->weight_per_channel};
-  if (row->bias) config.global.bias = TensorQuantSpec{.format = *row->bias};
+  // A float bias is said by leaving it out.
+  if (row->bias && *row->bias != kFloat32) config.global.bias = TensorQuantSpec{.format = *row->bias};
   config.extra.activation_symmetric = row->activation_symmetric;
   config.extra.int32_bias = !row->bias;
   config.extra.calib_method = row->calib_method;

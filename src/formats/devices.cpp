@@ -17,8 +17,13 @@ constexpr FormatId kStxFormats[] = {FormatId::kFloat32, FormatId::kXInt8, Format
                                     FormatId::kBFloat16};
 constexpr FormatId kVe2Formats[] = {FormatId::kFloat32, FormatId::kXInt8,    FormatId::kInt8,
                                     FormatId::kUInt8,   FormatId::kBFloat16, FormatId::kFloat16};
-constexpr FormatId kCpuFormats[] = {FormatId::kFloat32, FormatId::kXInt8,  FormatId::kInt8,     FormatId::kUInt8,
-                                    FormatId::kInt16,   FormatId::kUInt16, FormatId::kBFloat16, FormatId::kFloat16};
+// The block formats are experimental on the NPUs (they reach users there as plugins); the CPU
+// provider runs them through mixprec's com.amd.quark kernels.
+constexpr FormatId kCpuFormats[] = {
+    FormatId::kFloat32, FormatId::kXInt8,     FormatId::kInt8,      FormatId::kUInt8,     FormatId::kInt16,
+    FormatId::kUInt16,  FormatId::kBFloat16,  FormatId::kFloat16,   FormatId::kBfp16,     FormatId::kMx4,
+    FormatId::kMx6,     FormatId::kMx9,       FormatId::kMxInt8,    FormatId::kMxFp8E4M3, FormatId::kMxFp8E5M2,
+    FormatId::kMxFp6E3M2, FormatId::kMxFp6E2M3, FormatId::kMxFp4E2M1};
 
 // Throughputs are nominal figures, not measurements:
 // - NPU rows follow the AIE-ML tile: 256 int8 MACs/cycle vs 128 bf16 (2.0), int16 at half the
@@ -26,7 +31,8 @@ constexpr FormatId kCpuFormats[] = {FormatId::kFloat32, FormatId::kXInt8,  Forma
 //   no fp16 kernels), fp32 emulated with several bf16 passes (0.25).
 // - The CPU row takes fp32 as its native rate: int8 kernels (VNNI-style dot products) about
 //   twice it, int16 about fp32 (ONNX Runtime runs int16 QDQ through float kernels), bf16 and
-//   fp16 emulated through fp32 with conversions (0.5).
+//   fp16 emulated through fp32 with conversions (0.5), block formats as fp32 kernels behind a
+//   block rounding node (0.8).
 // Boundary cost, per element converted between INT8 and float, in BF16-MAC equivalents:
 // - NPU rows, nominal: the AIE-ML vector unit converts ~32 elements per cycle where the array
 //   does 128 bf16 MACs (4), and a boundary is also a round trip of the tensor through memory
@@ -37,13 +43,13 @@ constexpr FormatId kCpuFormats[] = {FormatId::kFloat32, FormatId::kXInt8,  Forma
 //   2-core machine): 4.
 const DeviceProfile kDeviceTable[] = {
     // name   description
-    //        formats      pow2   throughput {int8, int16, bf16, fp16, fp32}
+    //        formats      pow2   throughput {int8, int16, bf16, fp16, fp32, block}
     {"stx", "AMD Strix NPU (XDNA 2): BF16, INT8 and mixed BF16/INT8; INT8 needs power-of-two scales",
-     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25}, 8.0},
+     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25, 0.0}, 8.0},
     {"ve2", "AMD Versal AI Edge gen 2: BF16, FP16, INT8 and mixes; INT8 needs power-of-two scales",
-     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25}, 8.0},
-    {"cpu", "ONNX Runtime CPU provider: every format (int8, int16, bf16, fp16, fp32)",
-     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0}, 4.0},
+     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25, 0.0}, 8.0},
+    {"cpu", "ONNX Runtime CPU provider: every format (int8, int16, bf16, fp16, fp32, BFP16, MX*)",
+     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0, 0.8}, 4.0},
 };
 
 // The format name as users write it in messages: "fp16" -> "FP16".
@@ -92,8 +98,10 @@ std::optional<std::string> device_rejects(const DeviceProfile& device, std::span
     if (used && !device_allows(device, traits.id)) rejected.push_back(upper_name(traits.id));
   }
   if (rejected.empty()) return std::nullopt;
+  const bool block = std::ranges::any_of(formats, [&](FormatId f) { return format_traits(f).is_block && !device_allows(device, f); });
   return text::join(rejected) + (rejected.size() == 1 ? " is" : " are") + " not available on " + device.name +
-         " (formats: " + format_names(device.formats) + ")";
+         " (formats: " + format_names(device.formats) + ")" +
+         (block ? "; block formats are experimental on the NPUs and reach them as plugins" : "");
 }
 
 bool device_needs_power_of_two(const DeviceProfile& device, FormatId format) {
@@ -118,6 +126,17 @@ double relative_speed(const DeviceProfile& device, FormatId format) {
       return speed.fp16;
     case FormatId::kFloat32:
       return speed.fp32;
+    case FormatId::kBfp16:
+    case FormatId::kMx4:
+    case FormatId::kMx6:
+    case FormatId::kMx9:
+    case FormatId::kMxInt8:
+    case FormatId::kMxFp8E4M3:
+    case FormatId::kMxFp8E5M2:
+    case FormatId::kMxFp6E3M2:
+    case FormatId::kMxFp6E2M3:
+    case FormatId::kMxFp4E2M1:
+      return speed.block;
   }
   throw Error(ErrorKind::kInternal, "", "relative_speed: unknown FormatId");
 }

@@ -107,6 +107,17 @@ int32_t quantize_value(float x, float scale, int32_t zero_point, FormatId format
 
 float fake_quantize_value(float x, const QuantParams& params, size_t channel, FormatId format) {
   const FormatTraits& traits = format_traits(format);
+  if (const BlockFormat* block = block_format(format)) {
+    // x alone in its block (the rest zeros): its own exponent is the block's.
+    std::vector<float> values(static_cast<size_t>(block->mx ? block->mx_spec.block_size : block->bfp.block_size), 0.0f);
+    values[0] = x;
+    if (block->mx) {
+      mx_block(values, values, block->mx_spec);
+    } else {
+      bfp_block(values, values, block->bfp);
+    }
+    return values[0];
+  }
   if (!traits.is_integer) return cast_round_trip(x, traits.storage);
   assert(channel < params.scale.size() && channel < params.zero_point.size());
   return Quantizer(format, params.scale[channel], params.zero_point[channel]).fake_quantize(x);
@@ -115,6 +126,7 @@ float fake_quantize_value(float x, const QuantParams& params, size_t channel, Fo
 Tensor quantize_tensor(const Tensor& values, const QuantParams& params, FormatId format) {
   const FormatTraits& traits = format_traits(format);
   assert(dtype_traits(values.dtype()).is_float);
+  if (traits.is_block) throw_internal("quantize_tensor: block formats are rounded along an axis (block_formats.h)");
   std::vector<float> floats = values.to_floats();
   if (!traits.is_integer) return Tensor::from_floats(traits.storage, values.shape(), floats);
 

@@ -33,8 +33,10 @@ std::string quantize_text(const QuantizeReport& r) {
   out << "model        " << r.output_path << "\n"
       << "config       " << r.config_path << "\n"
       << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, " << r.nodes_bf16 << " bf16, "
-      << r.nodes_fp16 << " fp16, " << r.nodes_float << " float\n"
+      << r.nodes_fp16 << " fp16, " << (r.nodes_block ? std::to_string(r.nodes_block) + " block (BFP/MX), " : "")
+      << r.nodes_float << " float\n"
       << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs << " cast pairs, "
+      << (r.rewrite.block_ops ? std::to_string(r.rewrite.block_ops) + " BFP/MX nodes, " : "")
       << r.rewrite.quantized_weights << " weights/biases stored quantized\n"
       << "prepared     " << r.prepare.constants_converted << " Constant nodes made initializers, "
       << r.prepare.folded_batchnorms << " BatchNormalization and " << r.prepare.folded_affines
@@ -84,7 +86,8 @@ std::string quantize_text(const QuantizeReport& r) {
 std::string dequantize_text(const DequantizeReport& r) {
   std::ostringstream out;
   out << "model    " << r.output_path << "\n"
-      << "removed  " << r.strip.qdq_pairs << " Q/DQ pairs, " << r.strip.cast_pairs << " cast pairs; "
+      << "removed  " << r.strip.qdq_pairs << " Q/DQ pairs, " << r.strip.cast_pairs << " cast pairs"
+      << (r.strip.block_nodes ? ", " + std::to_string(r.strip.block_nodes) + " BFP/MX nodes" : "") << "; "
       << r.strip.folded_initializers << " initializers folded back to float\n";
   for (const auto& note : r.strip.notes) out << "note     " << note << "\n";
   return out.str();

@@ -8,6 +8,12 @@
 //            Conv(a', W', B') → y
 //   After (BF16/FP16):
 //            a → Cast(to=bf16) → Cast(to=float) → a';  W_bf16 → Cast(to=float) → W'
+//   After (block formats: BFP16, MX4/6/9, MXINT8, MXFP8/6/4):
+//            a → com.amd.quark BFPQuantizeDequantize | MXQuantizeDequantize → a'
+//            W' = W rounded offline to the format (float32 values on the format's grid)
+//            blocks run along the product's reduction axis: channels for Conv inputs and
+//            weights, the last axis of a MatMul's left operand, K of its weight; a bias keeps
+//            float (it is added to the accumulator)
 //
 // Activations: one pair per (tensor, format, parameters), shared by every consumer that asks
 // for the same; the range comes from the calibration statistics through the spec's method.
@@ -23,6 +29,7 @@
 // sorted. Placement for a runtime's fusions is a later pass (place_for_ort_fusion).
 #include "rewrite/insert_qdq.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -30,6 +37,7 @@
 #include <vector>
 
 #include "config/weight_grid.h"
+#include "ir/graph_view.h"
 #include "ir/node_builder.h"
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
@@ -62,6 +70,7 @@ class Inserter {
   }
 
   int64_t required_opset() const { return pairs_.required_opset(); }
+  const std::set<std::string>& required_domains() const { return pairs_.required_domains(); }
 
  private:
   // Nodes are named by path (config/node_sites.h): their own name in the main graph.
@@ -126,9 +135,10 @@ class Inserter {
     const int weight_index = is_float_initializer(node, traits.config_weight_input()) ? traits.config_weight_input() : -1;
     const int bias_index = is_float_initializer(node, traits.config_bias_input()) ? traits.config_bias_input() : -1;
     std::optional<ResolvedSpec> input_spec, weight_spec;
-    bool any_integer = false, any_bf16 = false, any_fp16 = false;
+    bool any_integer = false, any_bf16 = false, any_fp16 = false, any_block = false;
     auto note_format = [&](FormatId f) {
       any_integer = any_integer || format_traits(f).is_integer;
+      any_block = any_block || format_traits(f).is_block;
       any_bf16 = any_bf16 || f == FormatId::kBFloat16;
       any_fp16 = any_fp16 || f == FormatId::kFloat16;
     };
@@ -141,7 +151,8 @@ class Inserter {
       if (input.empty() || i == weight_index || i == bias_index || (weight_index >= 0 && extra_weight(i))) continue;
       if (!config.input_tensors || config.input_tensors->format == FormatId::kFloat32) continue;
       if (!specs_.is_float_tensor(input)) continue;
-      const ResolvedSpec spec = specs_.resolve(input, *config.input_tensors);
+      ResolvedSpec spec = specs_.resolve(input, *config.input_tensors);
+      if (format_traits(spec.format).is_block) spec.params.axis = activation_block_axis(node, i);
       node.set_input(i, activation_pair(input, spec));
       if (!input_spec) input_spec = spec;  // the data input's parameters feed the bias scale
       note_format(spec.format);
@@ -161,7 +172,8 @@ class Inserter {
                             weight_spec->is_integer() && input_spec->params.scale.size() == 1;
     if (bias_index >= 0 && int32_bias) {
       int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
-    } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32) {
+    } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32 &&
+               !format_traits(config.bias->format).is_block) {
       bias_operand(node, bias_index, *config.bias);
       note_format(config.bias->format);
     }
@@ -170,7 +182,8 @@ class Inserter {
       for (int o = 0; o < node.output_size(); ++o) {
         const std::string output = node.output(o);
         if (output.empty() || !specs_.is_float_tensor(output)) continue;
-        const ResolvedSpec spec = specs_.resolve(output, *config.output_tensors);
+        ResolvedSpec spec = specs_.resolve(output, *config.output_tensors);
+        if (format_traits(spec.format).is_block) spec.params.axis = 1;  // the channels, as Quark
         const std::string pre = pairs_.names().fresh(output + "_prequant");
         node.set_output(o, pre);
         pairs_.emit_pair(pre, spec, output, after);
@@ -182,15 +195,40 @@ class Inserter {
     summary_.quantized_nodes += any_integer;
     summary_.bf16_nodes += any_bf16;
     summary_.fp16_nodes += any_fp16;
+    summary_.block_nodes += any_block;
   }
 
   bool is_float_initializer(const onnx::NodeProto& node, int index) const {
     return index >= 0 && index < node.input_size() && specs_.is_float_initializer(node.input(index));
   }
 
+  // The axis a block format's blocks run along for input `index` of `node`: the reduction axis
+  // of the product it feeds (a MatMul's left operand: its last axis; its right operand: the
+  // second last; Gemm: by transA/transB), else the channels (axis 1, as Quark).
+  static int64_t activation_block_axis(const onnx::NodeProto& node, int index) {
+    if (node.op_type() == "MatMul") return index == 0 ? -1 : -2;
+    if (node.op_type() == "Gemm" && index < 2) {
+      const bool transposed = ir::int_attribute(node, index == 0 ? "transA" : "transB").value_or(0) != 0;
+      return (index == 0) == transposed ? 0 : 1;
+    }
+    return 1;
+  }
+
+  // The reduction axis of a weight of `rank` for `node`: Conv's input channels (1),
+  // ConvTranspose's (0), K of a MatMul/Gemm weight, the input axis of a recurrent weight (last).
+  static int64_t weight_block_axis(const onnx::NodeProto& node, int64_t rank) {
+    const std::string& op = node.op_type();
+    if (rank < 2) return 0;
+    if (op == "ConvTranspose") return 0;
+    if (op == "MatMul") return rank - 2;
+    if (op == "Gemm") return ir::int_attribute(node, "transB").value_or(0) != 0 ? 1 : 0;
+    if (op == "LSTM" || op == "GRU" || op == "RNN") return rank - 1;
+    return 1;
+  }
+
   // The name of `tensor` as seen through the pair for `spec`, inserting the pair once.
   std::string activation_pair(const std::string& tensor, const ResolvedSpec& spec) {
-    const auto key = std::make_tuple(tensor, spec.format, spec.params.scale, spec.params.zero_point);
+    const auto key = std::make_tuple(tensor, spec.format, spec.params.scale, spec.params.zero_point, spec.params.axis);
     if (auto it = shared_pairs_.find(key); it != shared_pairs_.end()) return it->second;
     const std::string out = pairs_.pair_output_name(tensor, spec);
     std::vector<onnx::NodeProto> nodes;
@@ -207,6 +245,10 @@ class Inserter {
     const Tensor w = tensor_from_proto(*specs_.initializer(name), label_);
     ResolvedSpec out{spec.format, {}};
     ++summary_.quantized_weights;
+    if (const BlockFormat* block = block_format(spec.format)) {
+      node.set_input(index, stored_block_rounded(name, w, spec.format, *block, weight_block_axis(node, static_cast<int64_t>(w.shape().size()))));
+      return out;
+    }
     if (!format_traits(spec.format).is_integer) {
       node.set_input(index, stored_low_precision(name, w, spec.format));
       return out;
@@ -283,6 +325,21 @@ class Inserter {
     return out;
   }
 
+  // A weight rounded once to a block format along `axis`, stored as float32 (no node: the
+  // values are already on the format's grid, where a block node would leave them).
+  std::string stored_block_rounded(const std::string& name, const Tensor& values, FormatId format,
+                                   const BlockFormat& block, int64_t axis) {
+    std::vector<float> rounded = values.to_floats();
+    if (block.mx) {
+      mx_fake_quantize(rounded, values.shape(), axis, block.mx_spec, rounded);
+    } else {
+      bfp_fake_quantize(rounded, values.shape(), axis, block.bfp, rounded);
+    }
+    const std::string stored = pairs_.names().fresh(name + "_" + format_traits(format).name);
+    pairs_.add_initializer(tensor_to_proto(Tensor::from_floats(values.shape(), rounded), stored));
+    return stored;
+  }
+
   // A weight rounded once to bf16/fp16, stored at that precision, cast back to float.
   std::string stored_low_precision(const std::string& name, const Tensor& values, FormatId format) {
     const DType storage = format_traits(format).storage;
@@ -306,7 +363,7 @@ class Inserter {
   RewriteSummary& summary_;
   const ActivationSpecs specs_;
   PairWriter pairs_;
-  std::map<std::tuple<std::string, FormatId, std::vector<float>, std::vector<int32_t>>, std::string> shared_pairs_;
+  std::map<std::tuple<std::string, FormatId, std::vector<float>, std::vector<int32_t>, int64_t>, std::string> shared_pairs_;
   std::string scope_;  // "" for the main graph
 };
 
@@ -317,6 +374,14 @@ int64_t insert_qdq(onnx::ModelProto& model, const std::vector<NodeAssignment>& a
                    RewriteSummary& summary) {
   Inserter inserter(model, stats, options, label, summary);
   inserter.run(assignment);
+  for (const std::string& domain : inserter.required_domains()) {
+    const auto& imports = model.opset_import();
+    if (std::none_of(imports.begin(), imports.end(), [&](const auto& o) { return o.domain() == domain; })) {
+      auto& opset = *model.add_opset_import();
+      opset.set_domain(domain);
+      opset.set_version(1);
+    }
+  }
   return inserter.required_opset();
 }
 

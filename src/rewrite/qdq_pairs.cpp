@@ -120,6 +120,12 @@ PairWriter::PairWriter(onnx::GraphProto& body, PairWriter& outer)
 
 std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spec, const std::string& out,
                                   std::vector<onnx::NodeProto>& nodes) {
+  if (const BlockFormat* block = block_format(spec.format)) {
+    nodes.push_back(block_node(in, out, *block, spec.params.axis, names().fresh(in + "_" + format_traits(spec.format).name)));
+    need_domain(kQuarkOpsDomain);
+    ++summary_.block_ops;
+    return "";
+  }
   if (!spec.is_integer()) {
     const std::string low = names().fresh(in + cast_suffix(spec.format) + "_low");
     nodes.push_back(cast_node(in, low, dtype_to_onnx(format_traits(spec.format).storage)));
@@ -144,7 +150,40 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
 }
 
 std::string PairWriter::pair_output_name(const std::string& tensor, const ResolvedSpec& spec) {
+  if (format_traits(spec.format).is_block) return names().fresh(tensor + "_" + format_traits(spec.format).name + "_fq");
   return names().fresh(tensor + (spec.is_integer() ? "_dq" : cast_suffix(spec.format)));
+}
+
+onnx::NodeProto block_node(const std::string& in, const std::string& out, const BlockFormat& block, int64_t axis,
+                           const std::string& name) {
+  std::vector<onnx::AttributeProto> attributes;
+  const auto integer = [&](const char* key, int64_t value) { attributes.push_back(ir::make_int_attribute(key, value)); };
+  const auto text = [&](const char* key, const std::string& value) {
+    attributes.push_back(ir::make_string_attribute(key, value));
+  };
+  if (block.mx) {
+    text("element_dtype", mx_element_traits(block.mx_spec.element).name);
+    integer("axis", axis);
+    integer("block_size", block.mx_spec.block_size);
+    integer("rounding_mode", static_cast<int64_t>(block.mx_spec.rounding));
+  } else {
+    const BfpSpec& bfp = block.bfp;
+    text("bfp_method", bfp.method == BfpMethod::kBfp ? "to_bfp" : "to_bfp_prime");
+    integer("axis", axis);
+    integer("bit_width", bfp.bit_width);
+    integer("block_size", bfp.block_size);
+    integer("rounding_mode", static_cast<int64_t>(bfp.rounding));
+    // Written even where Quark's defaults would give them: VAIP's patching expects them.
+    integer("sub_block_size", bfp.sub_block_size);
+    integer("sub_block_shift_bits", bfp.sub_block_shift_bits);
+    integer("convert_to_bfloat_before_bfp", bfp.round_to_bfloat16_first ? 1 : 0);
+  }
+  return ir::make_node({.op_type = block.mx ? "MXQuantizeDequantize" : "BFPQuantizeDequantize",
+                        .domain = kQuarkOpsDomain,
+                        .name = name,
+                        .inputs = {in},
+                        .outputs = {out},
+                        .attributes = std::move(attributes)});
 }
 
 std::pair<std::string, std::string> PairWriter::add_params(const std::string& base, FormatId format,

@@ -3,14 +3,17 @@
 //                    statistics (a constant's values are its statistics), and which tensors
 //                    are float;
 //   PairWriter       the nodes and initializers of a pair: QuantizeLinear -> DequantizeLinear
-//                    for integer formats, Cast(to low) -> Cast(to float) for bf16/fp16, with
-//                    fresh names, counted in the RewriteSummary, and the opset they need.
+//                    for integer formats, Cast(to low) -> Cast(to float) for bf16/fp16, one
+//                    com.amd.quark BFPQuantizeDequantize / MXQuantizeDequantize for block
+//                    formats, with fresh names, counted in the RewriteSummary, and the opset
+//                    they need.
 #pragma once
 
 #include <memory>
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -31,11 +34,14 @@ inline constexpr int64_t kOpsetPerTensorQdq = 10;
 inline constexpr int64_t kOpsetPerChannelQdq = 13;  // DequantizeLinear `axis`
 inline constexpr int64_t kOpsetBFloat16Cast = 13;   // Cast to/from bfloat16
 inline constexpr int64_t kOpsetFloat16Cast = 6;
+// Quark's operators for the block formats (runtime/quark_ops.h runs them), opset version 1.
+inline constexpr const char* kQuarkOpsDomain = "com.amd.quark";
 
-// A spec with the defaults filled in and, for integer formats, its scale and zero point.
+// A spec with the defaults filled in and, for integer formats, its scale and zero point; for
+// block formats params.axis is the blocks' axis (the consumer's reduction axis).
 struct ResolvedSpec {
   FormatId format = FormatId::kFloat32;
-  QuantParams params;  // integer formats only
+  QuantParams params;  // integer formats; the axis alone for block formats
 
   bool is_integer() const { return format_traits(format).is_integer; }
 };
@@ -114,6 +120,9 @@ class PairWriter {
   void need_opset(int64_t opset) { root_->required_opset_ = std::max(root_->required_opset_, opset); }
   // The default-domain opset the written nodes need (in every graph).
   int64_t required_opset() const { return root_->required_opset_; }
+  // Other domains the written nodes use (version 1 each).
+  void need_domain(const std::string& domain) { root_->domains_.insert(domain); }
+  const std::set<std::string>& required_domains() const { return root_->domains_; }
 
  private:
   onnx::GraphProto& graph_;
@@ -123,7 +132,13 @@ class PairWriter {
   ir::NameAllocator names_;  // the root's only
   std::vector<onnx::TensorProto> new_initializers_;
   int64_t required_opset_ = 0;
+  std::set<std::string> domains_;
 };
+
+// One com.amd.quark fake-quantization node taking `in` to `out` in `block`'s format, its blocks
+// along `axis`, with every attribute written.
+onnx::NodeProto block_node(const std::string& in, const std::string& out, const BlockFormat& block, int64_t axis,
+                           const std::string& name);
 
 // "_bf16" or "_fp16": how names mark a low-precision copy.
 std::string cast_suffix(FormatId format);

@@ -4,9 +4,14 @@
 //            W_q → DequantizeLinear → W'                     → op
 //            x → Cast(to=bf16) → Cast(to=float) → x''        → op
 //            W_bf16 → Cast(to=float) → W''                   → op
+//            x → BFPQuantizeDequantize | MXQuantizeDequantize → x'''  → op   (block formats)
 //   After:   x → op,  W (float initializer = dequantized codes / widened values) → op
 //
-// Works on QuantizeLinear/DequantizeLinear of the default domain and of com.microsoft. A pair
+// Works on QuantizeLinear/DequantizeLinear of the default domain and of com.microsoft, and on
+// Quark's operators: ExtendedQuantizeLinear/ExtendedDequantizeLinear and the block nodes of
+// com.amd.quark, and their com.vai.quantize predecessors (as Quark's remove_qdq does). A block
+// node on a weight initializer leaves the float weight it rounded; a weight mixprec rounded
+// offline keeps its rounded values. A pair
 // whose output is a graph output keeps the output's name (its source tensor is renamed). A
 // Q whose codes are also read elsewhere (or a graph input holding codes) stays: the model
 // really computes on them. QOperator kernels cannot be stripped by removing nodes and are
@@ -30,9 +35,33 @@ constexpr const char* kQOperatorOps[] = {"QLinearConv",   "QLinearMatMul", "MatM
                                          "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
                                          "QLinearGlobalAveragePool", "QLinearSoftmax", "DynamicQuantizeMatMul"};
 
-bool is_quant_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx" || domain == "com.microsoft"; }
+struct QuantOp {
+  const char* op_type;
+  const char* domain;
+};
+constexpr QuantOp kQuantizeOps[] = {{"QuantizeLinear", ""},
+                                    {"QuantizeLinear", "ai.onnx"},
+                                    {"QuantizeLinear", "com.microsoft"},
+                                    {"ExtendedQuantizeLinear", "com.amd.quark"},
+                                    {"VitisQuantizeLinear", "com.vai.quantize"}};
+constexpr QuantOp kDequantizeOps[] = {{"DequantizeLinear", ""},
+                                      {"DequantizeLinear", "ai.onnx"},
+                                      {"DequantizeLinear", "com.microsoft"},
+                                      {"ExtendedDequantizeLinear", "com.amd.quark"},
+                                      {"VitisDequantizeLinear", "com.vai.quantize"}};
+// One node that rounds its input in place (fake quantization).
+constexpr QuantOp kBlockOps[] = {{"BFPQuantizeDequantize", "com.amd.quark"},
+                                 {"MXQuantizeDequantize", "com.amd.quark"},
+                                 {"BFPFixNeuron", "com.vai.quantize"},
+                                 {"MXFixNeuron", "com.vai.quantize"}};
 
-bool is_op(const onnx::NodeProto& node, const char* op) { return node.op_type() == op && is_quant_domain(node.domain()); }
+template <size_t N>
+bool is_one_of(const onnx::NodeProto& node, const QuantOp (&ops)[N]) {
+  for (const QuantOp& op : ops) {
+    if (node.op_type() == op.op_type && node.domain() == op.domain) return true;
+  }
+  return false;
+}
 
 bool is_low_float(int32_t type) { return type == onnx::TensorProto::BFLOAT16 || type == onnx::TensorProto::FLOAT16; }
 
@@ -124,10 +153,16 @@ class Stripper {
 
   void match_node(const ir::GraphView& view, size_t i) {
     const onnx::NodeProto& node = view.node(i);
-    if (is_op(node, "DequantizeLinear")) {
+    if (is_one_of(node, kBlockOps) && node.input_size() >= 1 && node.output_size() >= 1) {
+      drop_.insert(i);
+      bypass_[node.output(0)] = node.input(0);
+      ++summary_.block_nodes;
+      return;
+    }
+    if (is_one_of(node, kDequantizeOps)) {
       if (fold_constant_dq(view, i)) return;
       const auto q_index = view.producer(node.input(0));
-      if (!q_index || !is_op(view.node(*q_index), "QuantizeLinear")) return;
+      if (!q_index || !is_one_of(view.node(*q_index), kQuantizeOps)) return;
       drop_.insert(i);
       bypass_[node.output(0)] = view.node(*q_index).input(0);
       ++summary_.qdq_pairs;

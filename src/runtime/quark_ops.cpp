@@ -343,15 +343,16 @@ OrtStatusPtr infer_output(OrtShapeInferContext* ctx, size_t type_from, ONNXTenso
     type = Ort::ConstTensorTypeAndShapeInfo(raw).GetElementType();
   }
   const std::vector<int64_t> dims = input.GetShape();
+  // No dimensions: an unknown shape as often as a scalar; the output keeps the type ONNX
+  // Runtime's own inference gave it and no shape.
+  if (dims.empty()) return nullptr;
   std::vector<const char*> symbols(dims.size(), nullptr);
-  if (!dims.empty()) input.GetSymbolicDimensions(symbols.data(), symbols.size());
+  input.GetSymbolicDimensions(symbols.data(), symbols.size());
   if (OrtStatus* status = api.CreateTensorTypeAndShapeInfo(&raw)) return status;
   const Ort::TensorTypeAndShapeInfo output(raw);
   if (OrtStatus* status = api.SetTensorElementType(raw, type)) return status;
   if (OrtStatus* status = api.SetDimensions(raw, dims.data(), dims.size())) return status;
-  if (!dims.empty()) {
-    if (OrtStatus* status = api.SetSymbolicDimensions(raw, symbols.data(), symbols.size())) return status;
-  }
+  if (OrtStatus* status = api.SetSymbolicDimensions(raw, symbols.data(), symbols.size())) return status;
   return api.ShapeInferContext_SetOutputTypeShape(ctx, 0, raw);
 }
 

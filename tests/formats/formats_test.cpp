@@ -24,8 +24,16 @@ TEST(FormatTable, RowsFollowTheEnumAndNamesRoundTrip) {
     EXPECT_EQ(format_from_name(traits.spec_name), traits.id);
     // Float formats carry no code range; integer ones a non-empty one.
     EXPECT_EQ(traits.is_integer, traits.qmin < traits.qmax) << traits.name;
+    // Block formats, and only they, have block parameters, valid ones.
+    const BlockFormat* block = block_format(traits.id);
+    EXPECT_EQ(block != nullptr, traits.is_block) << traits.name;
+    if (block) {
+      EXPECT_EQ(block->mx ? check_spec(block->mx_spec) : check_spec(block->bfp), "") << traits.name;
+    }
   }
-  EXPECT_EQ(index, 8u);
+  EXPECT_EQ(index, 18u);
+  EXPECT_EQ(format_from_name("MX9Spec"), FormatId::kMx9);
+  EXPECT_EQ(block_format(FormatId::kMx9)->bfp.bit_width, 16);
   EXPECT_EQ(format_from_name("Int8Spec"), FormatId::kInt8);
   EXPECT_EQ(format_from_name("bf16"), FormatId::kBFloat16);
   EXPECT_EQ(format_from_name("int8spec"), std::nullopt);  // case-sensitive

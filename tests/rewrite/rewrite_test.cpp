@@ -13,6 +13,7 @@
 #include "mixprec/random_data.h"
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
+#include "mixprec/tensor_proto.h"
 #include "support/float_compare.h"
 #include "support/model_builder.h"
 
@@ -186,6 +187,101 @@ TEST(RewriteInsertQdq, SharedActivationGetsOnePair) {
   const Quantized q = quantize_with(b.build(), *preset_config("XINT8"));
   EXPECT_EQ(op_counts(q.model).at("QuantizeLinear"), 1);
   EXPECT_EQ(q.summary.qdq_pairs, 1);
+}
+
+// BFP16 on a Conv chain: one com.amd.quark node per conv input, blocks along the channels;
+// weights rounded offline along their input channels (what bfp_fake_quantize gives), bias
+// float; no Q/DQ and no calibration needed.
+TEST(RewriteInsertQdq, BlockFormatsUseOneQuarkNodePerActivationAndRoundWeightsOffline) {
+  const onnx::ModelProto model = testing::conv_chain(2);
+  const Quantized q = quantize_with(model, *preset_config("BFP16"));
+  const auto counts = op_counts(q.model);
+  EXPECT_EQ(counts.at("BFPQuantizeDequantize"), 2);
+  EXPECT_EQ(counts.count("QuantizeLinear") + counts.count("DequantizeLinear") + counts.count("Cast"), 0u);
+  EXPECT_EQ(q.summary.block_ops, 2);
+  EXPECT_EQ(q.summary.block_nodes, 2);
+  bool imported = false;
+  for (const auto& opset : q.model.opset_import()) imported |= opset.domain() == "com.amd.quark" && opset.version() == 1;
+  EXPECT_TRUE(imported);
+  for (const auto& node : q.model.graph().node()) {
+    if (node.op_type() != "BFPQuantizeDequantize") continue;
+    EXPECT_EQ(node.domain(), "com.amd.quark");
+    std::map<std::string, int64_t> ints;
+    for (const auto& a : node.attribute()) ints[a.name()] = a.i();
+    EXPECT_EQ(ints.at("axis"), 1);
+    EXPECT_EQ(ints.at("block_size"), 8);
+    EXPECT_EQ(ints.at("bit_width"), 16);
+  }
+  // Each Conv weight is its float weight rounded along axis 1.
+  const onnx::ModelProto prepared = prepare_model(model, {}, "test");
+  std::map<std::string, Tensor> originals;
+  for (const auto& init : prepared.graph().initializer()) originals.emplace(init.name(), tensor_from_proto(init, "test"));
+  size_t checked = 0;
+  for (const auto& node : q.model.graph().node()) {
+    if (node.op_type() != "Conv") continue;
+    const std::string& stored = node.input(1);
+    const onnx::TensorProto* init = nullptr;
+    for (const auto& i : q.model.graph().initializer()) {
+      if (i.name() == stored) init = &i;
+    }
+    ASSERT_NE(init, nullptr) << stored;
+    const std::string original = stored.substr(0, stored.rfind("_bfp16"));
+    const Tensor& w = originals.at(original);
+    std::vector<float> want = w.to_floats();
+    bfp_fake_quantize(want, w.shape(), 1, block_format(FormatId::kBfp16)->bfp, want);
+    EXPECT_EQ(tensor_from_proto(*init, "test").to_floats(), want);
+    EXPECT_NE(want, w.to_floats());
+    EXPECT_EQ(node.input_size() > 2 ? originals.count(node.input(2)) : 1u, 1u) << "bias stays the float initializer";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2u);
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 8);
+  const auto ref = run_first_output(model, inputs);
+  const auto got = run_first_output(q.model, inputs);
+  // 7-bit mantissas against a block's largest exponent: under 1% of a block's peak per
+  // rounding, two layers of activations and weights: 5% of the output's peak is ample.
+  EXPECT_LE(max_abs_diff(ref, got), 0.05f * max_abs(ref));
+  EXPECT_GT(max_abs_diff(ref, got), 0.0f);
+
+  // dequantize removes the block nodes; the offline-rounded weights stay as they are.
+  StripSummary strip;
+  const onnx::ModelProto stripped = strip_quantization(q.model, "test", &strip);
+  EXPECT_EQ(strip.block_nodes, 2);
+  EXPECT_EQ(op_counts(stripped).count("BFPQuantizeDequantize"), 0u);
+  Session::from_model(stripped, "test");
+}
+
+// A MatMul's blocks run along the dot product: the last axis of its left operand, K of its
+// weight (rows of a [K, N] weight: axis 0).
+TEST(RewriteInsertQdq, BlockAxisFollowsTheMatMulReduction) {
+  ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{4}, int64_t{32}})
+      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{2}, int64_t{4}, int64_t{8}})
+      .add_initializer("w", {32, 8}, deterministic_values(256, 4))
+      .add_node("MatMul", {"x", "w"}, {"y"}, {}, "mm");
+  const Quantized q = quantize_with(b.build(), *preset_config("MXINT8"));
+  const onnx::NodeProto* mx = nullptr;
+  for (const auto& node : q.model.graph().node()) {
+    if (node.op_type() == "MXQuantizeDequantize") mx = &node;
+  }
+  ASSERT_NE(mx, nullptr);
+  std::map<std::string, const onnx::AttributeProto*> attributes;
+  for (const auto& a : mx->attribute()) attributes[a.name()] = &a;
+  EXPECT_EQ(attributes.at("axis")->i(), -1);
+  EXPECT_EQ(attributes.at("element_dtype")->s(), "int8");
+  const Tensor w = Tensor::from_floats({32, 8}, deterministic_values(256, 4));
+  std::vector<float> want = w.to_floats();
+  mx_fake_quantize(want, w.shape(), 0, block_format(FormatId::kMxInt8)->mx_spec, want);
+  bool found = false;
+  for (const auto& init : q.model.graph().initializer()) {
+    if (init.name() == "w_mxint8") {
+      EXPECT_EQ(tensor_from_proto(init, "test").to_floats(), want);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(RewriteStrip, DequantizeOfQuantizeRecoversTheFloatGraph) {

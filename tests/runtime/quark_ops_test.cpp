@@ -2,6 +2,7 @@
 // carrying them, checked against hand-worked values and the block numerics.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,45 @@ TEST(QuarkOps, OldVitisDomainNamesRunToo) {
   const std::vector<float> values = {1.0f, 0.3f, -0.5f, 3.99f, 0.078125f, -0.078125f, 1e-9f, 0.0f};
   EXPECT_EQ(run_one(model, floats({1, 8}, values)),
             (std::vector<float>{1.0f, 0.3125f, -0.5f, 3.96875f, 0.09375f, -0.09375f, 0.0f, 0.0f}));
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// The MX minifloat rule against ONNX Runtime's own float8 casts (saturating, round to nearest
+// even): FP8 E4M3FN and E5M2 on values across their normal and subnormal ranges.
+TEST(Minifloat, MatchesOnnxRuntimesFloat8Casts) {
+  struct Case {
+    int32_t type;
+    int ebits, mbits;
+    float max_norm;
+  };
+  // TensorProto data types 17 (FLOAT8E4M3FN) and 19 (FLOAT8E5M2): Debian's onnx headers predate them.
+  constexpr int32_t kFloat8E4M3FN = 17, kFloat8E5M2 = 19;
+  for (const Case& c : {Case{kFloat8E4M3FN, 4, 3, 448.0f}, Case{kFloat8E5M2, 5, 2, 57344.0f}}) {
+    std::vector<float> values;
+    for (int e = -20; e <= 17; ++e) {
+      for (float m : {1.0f, 1.03f, 1.0625f, 1.1f, 1.125f, 1.3f, 1.5625f, 1.7f, 1.875f, 1.96f}) {
+        values.push_back(std::ldexp(m, e));
+        values.push_back(-std::ldexp(m, e));
+      }
+    }
+    const int64_t n = static_cast<int64_t>(values.size());
+    const onnx::ModelProto model = ModelBuilder()
+                                       .opset(19)
+                                       .add_input("x", onnx::TensorProto::FLOAT, {n})
+                                       .add_output("y", onnx::TensorProto::FLOAT, {n})
+                                       .add_node("Cast", {"x"}, {"low"}, {attr_int("to", c.type)})
+                                       .add_node("Cast", {"low"}, {"y"}, {attr_int("to", onnx::TensorProto::FLOAT)})
+                                       .build();
+    const std::vector<float> cast = run_one(model, floats({n}, values));
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_EQ(round_to_minifloat(values[i], c.ebits, c.mbits, c.max_norm), cast[i]) << values[i] << " e" << c.ebits;
+    }
+  }
 }
 
 }  // namespace
