@@ -127,7 +127,7 @@ void SearchFlags::add_to(CLI::App& cmd) {
                  "top-ranked layers, ~log2 steps) or cost (the cheapest assignment by expected time, ~G + 2 log2 G "
                  "evaluations)")
       ->capture_default_str();
-  cmd.add_option("--lift", lift, "precision of a promoted layer: BF16, or FP16 where the device runs it")
+  cmd.add_option("--lift", lift, "precision of a promoted layer: BF16, FP16 where the device runs it, or a block format the device runs (BFP16, MX9, MXINT8, ... on cpu)")
       ->capture_default_str();
   cmd.add_option("--bf16-budget", budget, "largest share of candidate layers lifted")->capture_default_str();
   cmd.add_option("--time-budget", time_budget,

@@ -32,10 +32,30 @@ bool bounds_qoperator_region(const ModelGraph& graph, size_t id) {
   });
 }
 
+// The block format a BFP/MX fake-quantization node applies, by Quark's names: "bfp16", "mx9"
+// (to_bfp_prime at 16 bits), "mxint8", "mxfp8_e4m3", ...; "" for other nodes.
+std::string block_format_name(const onnx::NodeProto& n) {
+  const auto text = [&](const char* key, const char* fallback) {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == key) return a.s();
+    }
+    return std::string(fallback);
+  };
+  if (n.op_type().starts_with("MX")) return "mx" + text("element_dtype", "int8");
+  if (!n.op_type().starts_with("BFP")) return "";
+  const int64_t bits = ir::int_attribute(n, "bit_width").value_or(16);
+  if (text("bfp_method", "to_bfp") == "to_bfp") return "bfp" + std::to_string(bits);
+  return "mx" + std::to_string(bits - 7);  // MX4/MX6/MX9 are 11/13/16 bits
+}
+
 // Quantized element types a quantization node declares.
 void collect_quant_types(const ModelGraph& graph, size_t id, std::set<std::string>* types) {
   const onnx::NodeProto& n = graph.node(id);
   const ir::OpTraits& traits = *graph.traits(id);
+  if (traits.quant_role == ir::QuantRole::kQuantizeDequantize) {
+    if (const std::string block = block_format_name(n); !block.empty()) types->insert(block);
+    return;
+  }
   for (int i = 0; i < n.input_size(); ++i) {
     if (!ir::mask_has_input(traits.quant_type_inputs, i) || n.input(i).empty()) continue;
     if (const int32_t type = graph.element_type(id, n.input(i)); type != onnx::TensorProto::UNDEFINED) {

@@ -117,6 +117,9 @@ constexpr OpTraits kOpTable[] = {
    .quant_role = QR::kQuantize, .quant_type_inputs = inputs({2})},
   {.domain = kAnyCustom, .op_type = "QuantizeDequantize", .flags = kRepresentationOnly,
    .quant_role = QR::kQuantizeDequantize},
+  // com.vai.quantize BFPFixNeuron / MXFixNeuron: the block ops' former names.
+  {.domain = kAnyCustom, .op_type = "FixNeuron", .flags = kRepresentationOnly,
+   .quant_role = QR::kQuantizeDequantize},
 
   // --- Plumbing: the same values in another place or representation.
   {.op_type = "Identity",  .flags = kLayoutOnly | kRepresentationOnly, .output_type = Out::kInput0},

@@ -238,7 +238,10 @@ class Explorer : public search::SearchObserver {
     const auto lift = preset_config(options_.lift);
     const bool float_lift =
         lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_integer;
-    if (!float_lift) throw_bad_input("", "cannot lift layers to '" + options_.lift + "' (BF16 or FP16)");
+    if (!float_lift) {
+      throw_bad_input("", "cannot lift layers to '" + options_.lift +
+                              "' (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...)");
+    }
     lifted_config_ = lift->global;
     const DeviceProfile& device = params_.deployment.profile();
     if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
