@@ -68,6 +68,11 @@ constexpr PresetRow kPresets[] = {
   {"MXFP6E3M2", kMxFp6E3M2, true, kMxFp6E3M2, false, kFloat32, kMinMax},
   {"MXFP6E2M3", kMxFp6E2M3, true, kMxFp6E2M3, false, kFloat32, kMinMax},
   {"MXFP4E2M1", kMxFp4E2M1, true, kMxFp4E2M1, false, kFloat32, kMinMax},
+  // Quark's mixed-format presets: bfloat16 activations over block-format weights, and MX9
+  // activations over int8 weights (per channel; MinMax).
+  {"BF16_BFP16",  kBFloat16, true, kBfp16,  false, kBFloat16, kMinMax},
+  {"BF16_MXINT8", kBFloat16, true, kMxInt8, false, kBFloat16, kMinMax},
+  {"MX9_INT8",    kMx9,      true, kInt8,   true,  kFloat32,  kMinMax},
 };
 // clang-format on
 
