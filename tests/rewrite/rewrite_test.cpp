@@ -302,6 +302,40 @@ TEST(RewriteStrip, DequantizeOfQuantizeRecoversTheFloatGraph) {
   }
 }
 
+// A Quark-made model: Extended Q/DQ (com.amd.quark) on the activation, an Extended DQ of int8
+// codes for the weight, a BFP node on the output. dequantize leaves the float MatMul with the
+// weight folded back to (q - zp) * scale.
+TEST(RewriteStrip, QuarkExtendedQdqAndBlockNodesStrip) {
+  onnx::TensorProto zp;
+  zp.set_name("zp");
+  zp.set_data_type(onnx::TensorProto::INT8);
+  zp.add_int32_data(0);
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}})
+                                     .add_initializer("s", {}, {0.5f})
+                                     .add_initializer(zp)
+                                     .add_initializer_i8("w_q", {2, 2}, {2, -4, 6, 8})
+                                     .add_node("ExtendedQuantizeLinear", {"x", "s", "zp"}, {"x_q"}, {}, "q", "com.amd.quark")
+                                     .add_node("ExtendedDequantizeLinear", {"x_q", "s", "zp"}, {"x_dq"}, {}, "dq", "com.amd.quark")
+                                     .add_node("ExtendedDequantizeLinear", {"w_q", "s", "zp"}, {"w"}, {}, "w_dq", "com.amd.quark")
+                                     .add_node("MatMul", {"x_dq", "w"}, {"mm"}, {}, "mm")
+                                     .add_node("BFPQuantizeDequantize", {"mm"}, {"y"}, {}, "fq", "com.amd.quark")
+                                     .build();
+  StripSummary summary;
+  const onnx::ModelProto stripped = strip_quantization(model, "test", &summary);
+  EXPECT_EQ(summary.qdq_pairs, 1);
+  EXPECT_EQ(summary.block_nodes, 1);
+  EXPECT_EQ(summary.folded_initializers, 1);
+  const auto counts = op_counts(stripped);
+  EXPECT_EQ(counts.size(), 1u);  // the MatMul alone, its output renamed to the graph's "y"
+  EXPECT_EQ(counts.at("MatMul"), 1);
+  EXPECT_EQ(stripped.graph().output(0).name(), "y");
+  // [1, 2] x [[1, -2], [3, 4]] = [7, 6]
+  EXPECT_EQ(run_first_output(stripped, {{"x", Tensor::from_floats({1, 2}, std::vector<float>{1.0f, 2.0f})}}),
+            (std::vector<float>{7.0f, 6.0f}));
+}
+
 TEST(RewriteStrip, QdqAtGraphOutputKeepsTheOutputName) {
   QuantConfig config = *preset_config("A8W8");
   config.global.output_tensors = config.global.input_tensors;
