@@ -24,13 +24,26 @@ Precision operand_precision(const ModelGraph& graph, size_t reader, const std::s
   }
 }
 
+// Whether operand `name` of `reader` comes straight from a block fake-quantization node (BFP/MX).
+bool from_block_node(const ModelGraph& graph, size_t reader, const std::string& name) {
+  const std::optional<size_t> source = graph.producer(reader, name);
+  return source && graph.quant_role(*source) == ir::QuantRole::kQuantizeDequantize;
+}
+
 Precision compute_precision(const ModelGraph& graph, size_t id) {
   if (graph.quant_role(id) == ir::QuantRole::kQOperator) return Precision::kQuantized;
   const onnx::NodeProto& n = graph.node(id);
   const uint16_t operands = graph.traits(id)->operand_inputs;
+  // Block formats round constant weights offline: beside a block-quantized activation, a
+  // weight initializer is taken as rounded too.
+  bool block_activation = false;
+  for (int i = 0; i < n.input_size(); ++i) {
+    if (ir::mask_has_input(operands, i) && !n.input(i).empty()) block_activation |= from_block_node(graph, id, n.input(i));
+  }
   std::optional<Precision> common;
   for (int i = 0; i < n.input_size(); ++i) {
     if (!ir::mask_has_input(operands, i) || n.input(i).empty()) continue;
+    if (block_activation && graph.ref(id).graph->resolve_initializer(n.input(i)) != nullptr) continue;
     const Precision precision = operand_precision(graph, id, n.input(i));
     if (common && *common != precision) return Precision::kFloat;
     common = precision;

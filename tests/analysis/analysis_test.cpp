@@ -178,6 +178,29 @@ TEST(AnalysisTest, CastPairsAreDetectedPerLowType) {
   EXPECT_EQ(fp16.coverage.emulated_percent, 50.0);
 }
 
+// Block formats (Quark's BFP/MX nodes): a Conv whose activation comes through one is
+// quantized, its weight initializer taken as rounded offline; dtypes name the block formats.
+TEST(AnalysisTest, BlockFormatNodesAreQuantizationWithTheirFormatNamed) {
+  const ModelAnalysis analysis =
+      analyze(ModelBuilder()
+                  .add_input("x", TensorProto::FLOAT, {1, 8, 4, 4})
+                  .add_output("y", TensorProto::FLOAT, {1, 8, 4, 4})
+                  .add_output("z", TensorProto::FLOAT, {1, 8, 4, 4})
+                  .add_initializer("w", {8, 8, 1, 1}, testing::deterministic_values(64, 1))
+                  .add_node("BFPQuantizeDequantize", {"x"}, {"x_fq"}, {attr_int("bit_width", 16)}, "fq", "com.amd.quark")
+                  .add_node("Conv", {"x_fq", "w"}, {"y"}, {}, "conv")
+                  .add_node("MXQuantizeDequantize", {"y"}, {"y_fq"}, {testing::attr_string("element_dtype", "fp8_e4m3")},
+                            "mx", "com.amd.quark")
+                  .add_node("BFPFixNeuron", {"y_fq"}, {"z"},
+                            {testing::attr_string("bfp_method", "to_bfp_prime"), attr_int("bit_width", 16)}, "old",
+                            "com.vai.quantize")
+                  .build());
+  EXPECT_EQ(analysis.quantization.state, QuantState::kCustomDomain);
+  EXPECT_EQ(analysis.quantization.custom_domain_nodes, 3);
+  EXPECT_EQ(analysis.quantization.dtypes, (std::vector<std::string>{"bfp16", "mx9", "mxfp8_e4m3"}));
+  EXPECT_EQ(analysis.coverage.quantized, 1);
+}
+
 TEST(AnalysisTest, SingleCastIsNotAPair) {
   const ModelAnalysis analysis = analyze(ModelBuilder()
                                              .add_input("x", TensorProto::FLOAT, {4})

@@ -54,6 +54,16 @@ TEST(DeviceGate, Fp16OnStxIsRejectedWithAClearMessage) {
   EXPECT_EQ(device_rejects(stx, FormatId::kBFloat16), std::nullopt);
 }
 
+TEST(DeviceGate, BlockFormatsRunOnCpuAndAreExperimentalOnTheNpus) {
+  const std::optional<std::string> why = device_rejects(device_profile("stx"), FormatId::kMx9);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("MX9 is not available on stx"), std::string::npos) << *why;
+  EXPECT_NE(why->find("experimental on the NPUs"), std::string::npos) << *why;
+  EXPECT_FALSE(device_allows(device_profile("ve2"), FormatId::kBfp16));
+  EXPECT_EQ(device_rejects(device_profile("cpu"), FormatId::kBfp16), std::nullopt);
+  EXPECT_EQ(relative_speed(device_profile("cpu"), FormatId::kMxInt8), 0.8);
+}
+
 TEST(DeviceGate, Fp16IsAllowedOnVe2AndCpu) {
   EXPECT_EQ(device_rejects(device_profile("ve2"), FormatId::kFloat16), std::nullopt);
   EXPECT_EQ(device_rejects(device_profile("cpu"), FormatId::kFloat16), std::nullopt);
