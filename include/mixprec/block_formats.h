@@ -97,4 +97,13 @@ void bfp_fake_quantize(std::span<const float> values, std::span<const int64_t> s
 void mx_fake_quantize(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
                       const MxSpec& spec, std::span<float> out);
 
+// The same work in independent parts, for threads: block_work_units() units (a tensor of
+// `count` elements), each done by one call with its index; together they write every element
+// of `out` once, and no two units touch the same element.
+size_t block_work_units(std::span<const int64_t> shape, int64_t axis, size_t count);
+void bfp_fake_quantize_unit(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                            const BfpSpec& spec, std::span<float> out, size_t unit);
+void mx_fake_quantize_unit(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                           const MxSpec& spec, std::span<float> out, size_t unit);
+
 }  // namespace mixprec

@@ -88,10 +88,11 @@ void Workbench::cache_reference() {
   reference_seconds_ = seconds_since(t0);
 }
 
-std::vector<std::string> Workbench::integer_layers(const QuantConfig& config) const {
+std::vector<std::string> Workbench::quantized_layers(const QuantConfig& config) const {
   std::vector<std::string> layers;
   for (const auto& a : assign_layers(config, prepared_, setup_.model_path)) {
-    if (!a.excluded && a.config.input_tensors && format_traits(a.config.input_tensors->format).is_integer) {
+    const auto* spec = a.config.input_tensors ? &*a.config.input_tensors : nullptr;
+    if (!a.excluded && spec && (format_traits(spec->format).is_integer || format_traits(spec->format).is_block)) {
       layers.push_back(a.node_name);
     }
   }

@@ -80,8 +80,8 @@ class Workbench {
   size_t evaluations() const { return evaluations_; }
   const std::string& data_description() const { return data_description_; }
 
-  // The nodes `config` puts in integer formats (the layers a search may lift).
-  std::vector<std::string> integer_layers(const QuantConfig& config) const;
+  // The nodes `config` puts in integer or block formats (the layers a search may lift).
+  std::vector<std::string> quantized_layers(const QuantConfig& config) const;
   // The prepared model quantized under `config` from the statistics; the statistics of tensors
   // it reads that calibration did not observe are collected first (and saved).
   onnx::ModelProto build(const QuantConfig& config);

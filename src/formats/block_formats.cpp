@@ -51,14 +51,17 @@ uint32_t max_exponent(std::span<const float> values) {
 // 2^e as a float (exact down to 2^-149).
 float pow2(int e) { return static_cast<float>(std::ldexp(1.0, e)); }
 
-// x rounded to an integer value by `mode`.
+// x rounded to an integer value by `mode`, for |x| < 2^22 (the codes here stay below 2^8):
+// adding and taking away 1.5 * 2^23 leaves x rounded half to even by the float addition itself
+// (no library call), and ties are then moved as the mode says.
 float round_by(float x, BlockRounding mode) {
-  switch (mode) {
-    case BlockRounding::kHalfAwayFromZero: return std::round(x);
-    case BlockRounding::kHalfUp: return (x < 0 && x - std::floor(x) == 0.5f) ? std::ceil(x) : std::round(x);
-    case BlockRounding::kHalfToEven: return std::nearbyint(x);  // the default FP environment rounds to even
+  constexpr float kRoundingShift = 12582912.0f;  // 1.5 * 2^23
+  float r = (x + kRoundingShift) - kRoundingShift;
+  if (mode != BlockRounding::kHalfToEven && std::fabs(x - r) == 0.5f) {
+    // A tie: away from zero, or toward +infinity.
+    r = mode == BlockRounding::kHalfAwayFromZero ? x + std::copysign(0.5f, x) : x + 0.5f;
   }
-  return std::round(x);
+  return std::copysign(r, x);  // -0.3 rounds to -0, as std::round gives
 }
 
 // The integer x >> tail_bits rounded by `mode` on the dropped bits (`negative` is the value's
@@ -166,23 +169,39 @@ Lines lines_of(std::span<const int64_t> shape, int64_t axis) {
   return lines;
 }
 
+// Blocks along the axis are strided by `inner` in memory: they are gathered kChunk
+// neighbouring lines at a time (contiguous runs of kChunk values per row), processed, and
+// scattered back the same way, so memory is read and written in order. One work unit is one
+// such chunk of lines of one outer index, whole along the axis.
+constexpr int64_t kChunk = 64;
+
+size_t units_of(const Lines& lines) {
+  return static_cast<size_t>(lines.outer * ((lines.inner + kChunk - 1) / kChunk));
+}
+
 template <class BlockFn>
-void for_each_block(std::span<const float> values, std::span<const int64_t> shape, int64_t axis, int64_t block_size,
-                    std::span<float> out, const BlockFn& block_fn) {
-  assert(values.size() == out.size());
-  const Lines lines = lines_of(shape, axis);
+void quantize_unit(std::span<const float> values, const Lines& lines, int64_t block_size, std::span<float> out,
+                   size_t unit, const BlockFn& block_fn) {
+  const int64_t chunks = (lines.inner + kChunk - 1) / kChunk;
+  const int64_t o = static_cast<int64_t>(unit) / chunks;
+  const int64_t i0 = (static_cast<int64_t>(unit) % chunks) * kChunk;
+  const int64_t n = std::min<int64_t>(kChunk, lines.inner - i0);
   const size_t block = static_cast<size_t>(block_size);
-  std::vector<float> in_block(block), out_block(block);
-  for (int64_t o = 0; o < lines.outer; ++o) {
-    for (int64_t i = 0; i < lines.inner; ++i) {
-      const int64_t base = o * lines.length * lines.inner + i;
-      for (int64_t start = 0; start < lines.length; start += block_size) {
-        const int64_t count = std::min<int64_t>(block_size, lines.length - start);
-        for (int64_t k = 0; k < count; ++k) in_block[k] = values[base + (start + k) * lines.inner];
-        std::fill(in_block.begin() + count, in_block.end(), 0.0f);
-        block_fn(std::span<const float>(in_block), std::span<float>(out_block));
-        for (int64_t k = 0; k < count; ++k) out[base + (start + k) * lines.inner] = out_block[k];
-      }
+  std::vector<float> in_blocks(block * static_cast<size_t>(n)), out_blocks(block * static_cast<size_t>(n));
+  const int64_t line_base = o * lines.length * lines.inner + i0;
+  for (int64_t start = 0; start < lines.length; start += block_size) {
+    const int64_t count = std::min<int64_t>(block_size, lines.length - start);
+    for (int64_t k = 0; k < block_size; ++k) {
+      const float* row = k < count ? values.data() + line_base + (start + k) * lines.inner : nullptr;
+      for (int64_t j = 0; j < n; ++j) in_blocks[static_cast<size_t>(j) * block + static_cast<size_t>(k)] = row ? row[j] : 0.0f;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t at = static_cast<size_t>(j) * block;
+      block_fn(std::span<float>(in_blocks.data() + at, block), std::span<float>(out_blocks.data() + at, block));
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      float* row = out.data() + line_base + (start + k) * lines.inner;
+      for (int64_t j = 0; j < n; ++j) row[j] = out_blocks[static_cast<size_t>(j) * block + static_cast<size_t>(k)];
     }
   }
 }
@@ -287,30 +306,48 @@ void mx_block(std::span<const float> in, std::span<float> out, const MxSpec& spe
   }
 }
 
-void bfp_fake_quantize(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
-                       const BfpSpec& spec, std::span<float> out) {
-  std::vector<float> rounded;
-  if (spec.round_to_bfloat16_first) {
-    rounded.resize(values.size());
-    for (size_t i = 0; i < values.size(); ++i) rounded[i] = bfloat16_to_float(float_to_bfloat16(values[i]));
-    values = rounded;
+size_t block_work_units(std::span<const int64_t> shape, int64_t axis, size_t count) {
+  return count <= 1 ? 1 : units_of(lines_of(shape, axis));
+}
+
+void bfp_fake_quantize_unit(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                            const BfpSpec& spec, std::span<float> out, size_t unit) {
+  const auto to_bfloat16 = [&spec](float x) {
+    return spec.round_to_bfloat16_first ? bfloat16_to_float(float_to_bfloat16(x)) : x;
+  };
+  if (values.size() == 1) {
+    out[0] = to_bfloat16(values[0]);
+    return;
   }
+  quantize_unit(values, lines_of(shape, axis), spec.block_size, out, unit,
+                [&](std::span<float> in, std::span<float> o) {
+                  if (spec.round_to_bfloat16_first) {
+                    for (float& x : in) x = to_bfloat16(x);
+                  }
+                  bfp_block(in, o, spec);
+                });
+}
+
+void mx_fake_quantize_unit(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                           const MxSpec& spec, std::span<float> out, size_t unit) {
   if (values.size() == 1) {
     out[0] = values[0];
     return;
   }
-  for_each_block(values, shape, axis, spec.block_size, out,
-                 [&spec](std::span<const float> in, std::span<float> o) { bfp_block(in, o, spec); });
+  quantize_unit(values, lines_of(shape, axis), spec.block_size, out, unit,
+                [&spec](std::span<float> in, std::span<float> o) { mx_block(in, o, spec); });
+}
+
+void bfp_fake_quantize(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                       const BfpSpec& spec, std::span<float> out) {
+  const size_t units = block_work_units(shape, axis, values.size());
+  for (size_t u = 0; u < units; ++u) bfp_fake_quantize_unit(values, shape, axis, spec, out, u);
 }
 
 void mx_fake_quantize(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
                       const MxSpec& spec, std::span<float> out) {
-  if (values.size() == 1) {
-    out[0] = values[0];
-    return;
-  }
-  for_each_block(values, shape, axis, spec.block_size, out,
-                 [&spec](std::span<const float> in, std::span<float> o) { mx_block(in, o, spec); });
+  const size_t units = block_work_units(shape, axis, values.size());
+  for (size_t u = 0; u < units; ++u) mx_fake_quantize_unit(values, shape, axis, spec, out, u);
 }
 
 }  // namespace mixprec

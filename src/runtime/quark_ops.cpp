@@ -73,33 +73,6 @@ DType dtype_of(ONNXTensorElementDataType type) {
   }
 }
 
-// An input's values as float32 (float16/bfloat16 exactly), with its shape and type.
-struct FloatInput {
-  std::vector<float> values;
-  std::vector<int64_t> shape;
-  DType dtype = DType::kFloat32;
-};
-
-FloatInput read_float_input(const Ort::ConstValue& value, const char* what) {
-  const auto info = value.GetTensorTypeAndShapeInfo();
-  FloatInput in;
-  in.dtype = dtype_of(info.GetElementType());
-  if (!dtype_traits(in.dtype).is_float) {
-    throw KernelFailure(std::string(what) + " must be float, float16 or bfloat16, not " + dtype_name(in.dtype));
-  }
-  in.shape = info.GetShape();
-  in.values.resize(info.GetElementCount());
-  dtype_traits(in.dtype).to_float(static_cast<const std::byte*>(value.GetTensorRawData()), in.values.data(),
-                                  in.values.size());
-  return in;
-}
-
-void write_output(Ort::KernelContext& ctx, const std::vector<int64_t>& shape, DType dtype,
-                  const std::vector<float>& values) {
-  auto out = ctx.GetOutput(0, shape.data(), shape.size());
-  dtype_traits(dtype).from_float(values.data(), static_cast<std::byte*>(out.GetTensorMutableRawData()), values.size());
-}
-
 int64_t checked_axis(int64_t axis, size_t rank) {
   const int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r) {
@@ -114,6 +87,53 @@ BlockRounding rounding_of(int64_t mode) {
 }
 
 // --- Block fake quantization --------------------------------------------------------------
+
+// Runs a block format's units (block_formats.h) on ONNX Runtime's intra-op threads: float32
+// straight from the input into the output, float16/bfloat16 through float32 copies.
+// `quantize_unit(values, shape, axis, out, unit)`.
+template <class UnitFn>
+void run_blocks(OrtKernelContext* context, int64_t axis_attribute, const UnitFn& quantize_unit) {
+  Ort::KernelContext ctx(context);
+  const Ort::ConstValue input = ctx.GetInput(0);
+  const auto info = input.GetTensorTypeAndShapeInfo();
+  const DType dtype = dtype_of(info.GetElementType());
+  if (!dtype_traits(dtype).is_float) {
+    throw KernelFailure(std::string("the input must be float, float16 or bfloat16, not ") + dtype_name(dtype));
+  }
+  const std::vector<int64_t> shape = info.GetShape();
+  const int64_t axis = shape.size() >= 2 ? checked_axis(axis_attribute, shape.size()) : 0;
+  const size_t count = info.GetElementCount();
+  auto output = ctx.GetOutput(0, shape.data(), shape.size());
+  std::vector<float> in_copy, out_copy;
+  std::span<const float> values;
+  std::span<float> out;
+  if (dtype == DType::kFloat32) {
+    values = {input.GetTensorData<float>(), count};
+    out = {output.GetTensorMutableData<float>(), count};
+  } else {
+    in_copy.resize(count);
+    out_copy.resize(count);
+    dtype_traits(dtype).to_float(static_cast<const std::byte*>(input.GetTensorRawData()), in_copy.data(), count);
+    values = in_copy;
+    out = out_copy;
+  }
+  struct Job {
+    const UnitFn& fn;
+    std::span<const float> values;
+    const std::vector<int64_t>& shape;
+    int64_t axis;
+    std::span<float> out;
+  } job{quantize_unit, values, shape, axis, out};
+  const size_t units = block_work_units(shape, axis, count);
+  ctx.ParallelFor([](void* data, size_t unit) {
+        const Job& j = *static_cast<const Job*>(data);
+        j.fn(j.values, j.shape, j.axis, j.out, unit);
+      },
+      units, 0, &job);
+  if (dtype != DType::kFloat32) {
+    dtype_traits(dtype).from_float(out_copy.data(), static_cast<std::byte*>(output.GetTensorMutableRawData()), count);
+  }
+}
 
 struct BfpKernel {
   BfpKernel(const char* op, const OrtKernelInfo* info) : label_(node_label(op, info)) {
@@ -139,11 +159,10 @@ struct BfpKernel {
 
   OrtStatusPtr ComputeV2(OrtKernelContext* context) {
     return guarded(label_, [&] {
-      Ort::KernelContext ctx(context);
-      FloatInput in = read_float_input(ctx.GetInput(0), "the input");
-      const int64_t axis = in.shape.size() >= 2 ? checked_axis(axis_, in.shape.size()) : 0;
-      bfp_fake_quantize(in.values, in.shape, axis, spec_, in.values);
-      write_output(ctx, in.shape, in.dtype, in.values);
+      run_blocks(context, axis_, [this](std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                                        std::span<float> out, size_t unit) {
+        bfp_fake_quantize_unit(values, shape, axis, spec_, out, unit);
+      });
     });
   }
 
@@ -167,11 +186,10 @@ struct MxKernel {
 
   OrtStatusPtr ComputeV2(OrtKernelContext* context) {
     return guarded(label_, [&] {
-      Ort::KernelContext ctx(context);
-      FloatInput in = read_float_input(ctx.GetInput(0), "the input");
-      const int64_t axis = in.shape.size() >= 2 ? checked_axis(axis_, in.shape.size()) : 0;
-      mx_fake_quantize(in.values, in.shape, axis, spec_, in.values);
-      write_output(ctx, in.shape, in.dtype, in.values);
+      run_blocks(context, axis_, [this](std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                                        std::span<float> out, size_t unit) {
+        mx_fake_quantize_unit(values, shape, axis, spec_, out, unit);
+      });
     });
   }
 

@@ -260,7 +260,7 @@ class Explorer : public search::SearchObserver {
     // Every layer the base preset puts in integer formats is a candidate: compute layers and
     // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
     // (hard-swish and squeeze-excite blocks are Mul/Add chains).
-    candidates_ = bench_->integer_layers(base_);
+    candidates_ = bench_->quantized_layers(base_);
     result_.compute_layers = candidates_.size();
     if (candidates_.empty()) throw_unsupported(label, "no compute layer to quantize with " + options_.base_preset);
     evaluator_->set_candidates(candidates_);

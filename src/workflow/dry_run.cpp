@@ -122,7 +122,7 @@ DryRunReport dry_run(const DryRunParams& params) {
     throw_if_stopped(work_dir, "the rows measured so far are the dry_run_*.onnx files here");
   }
   report.recommendation = recommend(report, int8_preset);
-  report.candidates = bench.integer_layers(int8).size();
+  report.candidates = bench.quantized_layers(int8).size();
   report.seconds_per_evaluation = find_row(report, int8_preset)->seconds;
   report.explore_estimates = explore_estimates(report.candidates, *find_row(report, int8_preset), device);
   report.warnings = warnings.warnings();

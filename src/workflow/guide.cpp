@@ -153,7 +153,7 @@ class Guide {
     save_model(*quantized.model, report_.final_model_path);
     save_config(chosen, report_.final_config_path);
     quantize.layers = bench.node_formats(chosen, *device_).size();
-    quantize.integer_layers = bench.integer_layers(chosen).size();
+    quantize.integer_layers = bench.quantized_layers(chosen).size();
     quantize.formats = formats_used(chosen);
     end(std::move(quantize));
 
