@@ -884,6 +884,35 @@ void BM_StatsCollectorUpdate(benchmark::State& state) {
 }
 BENCHMARK(BM_StatsCollectorUpdate)->Arg(1 << 20);
 
+// Micro benchmark: values per second through the block formats' fake quantization (the
+// com.amd.quark kernels' per-value work, one thread), on an NCHW activation blocked along its
+// channels (strided blocks: the harder layout) and along its last axis.
+void BM_BlockFakeQuantize(benchmark::State& state) {
+  const std::vector<int64_t> shape = {1, 64, 80, 80};
+  std::vector<float> values(64 * 80 * 80), out(values.size());
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (auto& v : values) v = normal(rng);
+  const int64_t axis = state.range(1);
+  const auto format = static_cast<FormatId>(state.range(0));
+  const BlockFormat& block = *block_format(format);
+  for (auto _ : state) {
+    if (block.mx) {
+      mx_fake_quantize(values, shape, axis, block.mx_spec, out);
+    } else {
+      bfp_fake_quantize(values, shape, axis, block.bfp, out);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(format_traits(format).name) + " axis " + std::to_string(axis));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(values.size()));
+}
+BENCHMARK(BM_BlockFakeQuantize)
+    ->Args({static_cast<int64_t>(FormatId::kBfp16), 1})
+    ->Args({static_cast<int64_t>(FormatId::kBfp16), 3})
+    ->Args({static_cast<int64_t>(FormatId::kMx9), 1})
+    ->Args({static_cast<int64_t>(FormatId::kMxInt8), 1});
+
 }  // namespace
 }  // namespace mixprec::bench
 

@@ -126,6 +126,9 @@ void to_bfp_prime(std::span<const float> in, std::span<float> out, const BfpSpec
   for (size_t start = 0; start < in.size(); start += sub) {
     const uint32_t sub_max = max_exponent(in.subspan(start, sub));
     const uint32_t shift = std::min(shared - sub_max, shift_limit);
+    // A code's weight: (-1)^s * 2^(E - bias - shift + 1 - m) * code.
+    const int step = static_cast<int>(shared) - kExponentBias - static_cast<int>(shift) + 1 - static_cast<int>(mantissa_bits);
+    const double unit = std::ldexp(1.0, step);
     for (size_t i = start; i < start + sub; ++i) {
       const uint32_t bits = std::bit_cast<uint32_t>(in[i]);
       const uint32_t e = (bits & kExponentMask) >> kMantissaBits;
@@ -138,10 +141,7 @@ void to_bfp_prime(std::span<const float> in, std::span<float> out, const BfpSpec
         out[i] = std::bit_cast<float>(0x7fffffffu);
         continue;
       }
-      // (-1)^s * 2^(E - bias - shift + 1 - m) * code
-      const int step = static_cast<int>(shared) - kExponentBias - static_cast<int>(shift) + 1 -
-                       static_cast<int>(mantissa_bits);
-      const double magnitude = std::ldexp(1.0, step) * static_cast<double>(code);
+      const double magnitude = unit * static_cast<double>(code);
       out[i] = static_cast<float>(negative ? -magnitude : magnitude);
     }
   }
