@@ -127,6 +127,7 @@ void tensor_seeds(const fs::path& data_dir) {
 void config_seeds() {
   for (const std::string& name : preset_names()) {
     write_seed("config", name + ".json", config_to_json(*preset_config(name)).dump(2));
+    write_seed("config", name + ".quark.json", config_to_json(*preset_config(name), ConfigShape::kQuark).dump(2));
   }
   // SPEC.md's example, which must load as written.
   write_seed("config", "spec_example.json", testing::kSpecExample);

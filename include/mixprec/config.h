@@ -1,15 +1,20 @@
-// Quark-style quantization configuration: load/save JSON in exactly the shapes SPEC.md shows,
-// presets by name, and node selection (which layer gets which formats).
+// Quark-style quantization configuration: load/save JSON in two shapes, presets by name, and
+// node selection (which layer gets which formats).
 //
-// JSON shape:
+// mixprec's shape (SPEC.md's, written by default):
 //   { "global_config": LAYER, "specific_layer_config": [ {"target_node_names": [...],
-//     "layer_config": LAYER}, ... ], "exclude": {"node_names": [regex...],
-//     "subgraphs": [[start, end], ...]}, "extra_options": {...} }
+//     "layer_config": LAYER}, ... ], "layer_type_config": [ {"op_types": ["Conv", ...],
+//     "layer_config": LAYER | null}, ... ], "exclude": {"node_names": [regex...],
+//     "subgraphs": [[start, end], ...]}, "algo_config": [...], "use_external_data_format": bool,
+//     "extra_options": {...} }
 //   LAYER = { "input_tensors": SPEC, "weight": SPEC, "bias": SPEC, "output_tensors": SPEC }
 //   SPEC  = { "spec": "XInt8Spec" | "Int8Spec" | ..., "params": { "symmetric": bool,
 //             "per_channel": bool, "ch_axis": int, "calib_method": "MinMax" | ... } }
 //   A LAYER key may be null or absent: that tensor stays in float. "spec" is a spec name of the
 //   format table (format_from_name also accepts its short names, "int8"); saving writes spec names.
+//   layer_type_config, algo_config and use_external_data_format are written only when set, so
+//   configs without them keep SPEC.md's shape; a layer_type_config entry must state its
+//   layer_config (null: its op types stay in float).
 // Only these shapes load: specific_layer_config must be a list (Quark's dict form is an error
 // that says to use the list-of-objects form) and each exclude.subgraphs entry a [start, end]
 // pair of node names. Unknown specs and calibration methods, malformed JSON and values of the
@@ -17,6 +22,10 @@
 // "cfg.json: extra_options.NumCalibSamples must be an integer"); so are invalid regexes.
 // Unknown keys at any level and unknown extra options are a visible warning (log_warning) and
 // are kept so that saving preserves them.
+//
+// Quark's shape (what amd/Quark's ONNX QConfig.to_dict() writes and from_dict() reads, and what
+// Olive's Quark pass takes) is read too, and written on request (ConfigShape::kQuark); see
+// src/config/quark_config.cpp for its mapping onto these structs.
 #pragma once
 
 #include <map>
@@ -64,6 +73,17 @@ struct LayerOverride {
   nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
 
   bool operator==(const LayerOverride&) const = default;
+};
+
+// Formats for every node of some op types (Quark's layer_type_config). nullopt: those nodes stay
+// in float, excluded as Quark's null layer excludes them (no specific_layer_config entry brings
+// them back).
+struct LayerTypeOverride {
+  std::vector<std::string> op_types;  // exact op_type names ("Conv", "Gemm")
+  std::optional<LayerConfig> layer_config;
+  nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
+
+  bool operator==(const LayerTypeOverride&) const = default;
 };
 
 struct ExcludeConfig {
@@ -181,21 +201,41 @@ struct AlgorithmEntry {
 struct QuantConfig {
   LayerConfig global;
   std::vector<LayerOverride> specific;
+  std::vector<LayerTypeOverride> layer_types;  // "layer_type_config"
   ExcludeConfig exclude;
   ExtraOptions extra;
   std::vector<AlgorithmEntry> algorithms;  // "algo_config"
+  // Every tensor of at least 1 KiB of the written model goes to its external data file (Quark's
+  // option); false: only a model over protobuf's 2 GB limit gets one.
+  bool use_external_data_format = false;
   nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();
 
   bool operator==(const QuantConfig&) const = default;
 };
 
-// `label` (a file name) prefixes every error and warning.
+// The two JSON shapes of a config: mixprec's (SPEC.md's) and Quark's serialised QConfig.
+enum class ConfigShape { kMixprec, kQuark };
+const EnumNames<ConfigShape>& config_shape_names();  // "mixprec", "quark"
+
+// The shape `json` is written in: Quark's when it has a part only Quark's shape has (a tensor
+// with "data_type", a layer with "activation", [layer, names] pairs, exclude as a list, Olive's
+// quant_mode/quant_format), else mixprec's. kBadInput naming `label` and one key of each when
+// it mixes the two.
+ConfigShape detect_config_shape(const nlohmann::ordered_json& json, const std::string& label);
+// Either shape (detect_config_shape); `label` (a file name) prefixes every error and warning.
+// Reading Quark's shape notes it (log_info).
 QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& label);
 QuantConfig load_config(const std::string& path);  // kIo when unreadable
-// The SPEC shape in a stable key order; unset tensors and default params are left out, every
-// extra option is written. parse_config(config_to_json(c), ...) == c.
-nlohmann::ordered_json config_to_json(const QuantConfig& config);
-void save_config(const QuantConfig& config, const std::string& path);  // atomic
+// kMixprec: the SPEC shape in a stable key order; unset tensors and default params are left
+// out, every extra option is written. parse_config(config_to_json(c), ...) == c.
+// kQuark: Quark's QConfig.to_dict() shape (src/config/quark_config.cpp); parse_config gives c
+// back for a config whose specs leave unset what they inherit (as presets, explore and
+// configs read from Quark's shape do) and the same node assignment for any other. kBadInput
+// (no file: the caller names it) for what Quark's shape cannot say: a ch_axis, an unknown key,
+// a calibration method Quark's tensor config has no spelling for, ...
+nlohmann::ordered_json config_to_json(const QuantConfig& config, ConfigShape shape = ConfigShape::kMixprec);
+void save_config(const QuantConfig& config, const std::string& path,
+                 ConfigShape shape = ConfigShape::kMixprec);  // atomic
 
 // What a config asks the algorithms stage (src/algorithms/) to run, from algo_config and the
 // extra options together. CLE runs on the prepared float model before statistics are
@@ -280,7 +320,8 @@ struct NodeAssignment {
   LayerConfig config;  // after global → specific overrides; empty when excluded
   bool excluded = false;  // a rule keeps the node in float whatever the layer specs say
   std::string reason;  // the rule that decided: "global", "specific_layer_config[1] pattern
-                       // ^/head/.*", "exclude.node_names pattern ...", "op type Softmax not in
+                       // ^/head/.*", "layer_type_config[0] op type Conv", "exclude.node_names
+                       // pattern ...", "op type Softmax not in
                        // OpTypesToQuantize", "shape/index op Shape", ...; plus "; weight
                        // left in float (input 1 is not an initializer)" when a spec was dropped
 
@@ -303,8 +344,11 @@ struct NodeAssignment {
 //        and "* gamma"): Q/DQ inside decomposed LayerNorm/Softmax ruins models;
 //   3. op type not in OpTypesToQuantize (or the default table when empty) → excluded;
 //   4. the LAST specific_layer_config entry with a matching pattern: its layer_config replaces
-//      the global one as a whole (tensors it leaves out stay in float, as in Quark);
-//   5. global_config.
+//      the global one as a whole (tensors it leaves out stay in float);
+//   5. the LAST layer_type_config entry with a layer that lists the node's op type: the same;
+//   6. global_config.
+// A layer_type_config entry whose layer is null excludes its op types with rule 1 (Quark
+// excludes them; nothing overrides that).
 // Weight and bias specs are kept only where the op has that input as an initializer (Conv and
 // ConvTranspose W/B, Gemm B/C, MatMul B); other nodes get input/output specs only. The reason
 // notes a dropped spec when the input exists but is computed (or a Constant node's output).

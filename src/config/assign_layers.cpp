@@ -248,6 +248,17 @@ std::optional<std::string> excluded_by_subgraph(const Context& context, size_t i
   return "exclude.subgraphs[" + std::to_string(*entry) + "] " + start + " -> " + end;
 }
 
+std::optional<std::string> excluded_by_layer_type(const Context& context, size_t index) {
+  const auto& layer_types = context.config.layer_types;
+  const std::string& op_type = context.node(index).op_type();
+  for (size_t i = 0; i < layer_types.size(); ++i) {
+    if (!layer_types[i].layer_config && std::ranges::find(layer_types[i].op_types, op_type) != layer_types[i].op_types.end()) {
+      return "layer_type_config[" + std::to_string(i) + "] op type " + op_type + ": null layer (kept in float)";
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> shape_or_index(const Context& context, size_t index) {
   const onnx::NodeProto& node = context.node(index);
   if (context.rule(index).config_role == ConfigRole::kShapeIndex) return "shape/index op " + node.op_type() + " (never quantized)";
@@ -287,16 +298,28 @@ std::optional<std::string> op_type_not_listed(const Context& context, size_t ind
 
 // In priority order: the first rule that applies decides (see assign_layers in config.h).
 constexpr FloatRule kFloatRules[] = {
-    excluded_by_name, excluded_by_subgraph, shape_or_index, normalization_arithmetic, op_type_not_listed,
+    excluded_by_name,         excluded_by_subgraph, excluded_by_layer_type,
+    shape_or_index,           normalization_arithmetic, op_type_not_listed,
 };
 
 // --- Quantized nodes -----------------------------------------------------------------------------
 
-// The layer config of a node no rule keeps in float: the last matching override, else global.
+// The layer config of a node no rule keeps in float: the last matching override, else the last
+// layer type entry with a layer for its op type, else global.
 NodeAssignment apply_layer_config(const Context& context, size_t index, NodeAssignment assignment) {
   const auto& overrides = context.config.specific;
+  const auto& layer_types = context.config.layer_types;
   assignment.config = context.config.global;
   assignment.reason = "global";
+  for (size_t i = layer_types.size(); i-- > 0;) {
+    const std::string& op_type = context.node(index).op_type();
+    if (!layer_types[i].layer_config || std::ranges::find(layer_types[i].op_types, op_type) == layer_types[i].op_types.end()) {
+      continue;
+    }
+    assignment.config = *layer_types[i].layer_config;
+    assignment.reason = "layer_type_config[" + std::to_string(i) + "] op type " + op_type;
+    break;
+  }
   for (size_t i = overrides.size(); i-- > 0;) {
     const auto& targets = context.patterns.targets[i];
     const auto match = std::ranges::find_if(targets, [&](const NodePattern& p) { return context.matches(p, index); });
@@ -374,6 +397,28 @@ void warn_about_op_types(const Context& context) {
   }
 }
 
+// An op type of layer_type_config that no node has, or that a layer is given but the op types
+// to quantize leave out (rule 3 keeps those nodes in float before any layer applies).
+void warn_about_layer_types(const Context& context) {
+  const auto& layer_types = context.config.layer_types;
+  for (size_t i = 0; i < layer_types.size(); ++i) {
+    const std::string where = "layer_type_config[" + std::to_string(i) + "]";
+    for (const std::string& op_type : layer_types[i].op_types) {
+      bool present = false;
+      for (size_t index = 0; index < context.sites.size() && !present; ++index) present = context.node(index).op_type() == op_type;
+      if (!present) {
+        warn(context.label, where + ": op type " + op_type + " matches no node");
+      } else if (layer_types[i].layer_config &&
+                 std::ranges::find(context.op_types_to_quantize, op_type) == context.op_types_to_quantize.end()) {
+        warn(context.label, where + " gives " + op_type + " a layer, but " + op_type + " is not in " +
+                                (context.config.extra.op_types_to_quantize.empty() ? "the default op types to quantize"
+                                                                                   : "OpTypesToQuantize") +
+                                ": its nodes stay in float (list it in extra_options.OpTypesToQuantize)");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<NodeAssignment> assign_layers(const QuantConfig& config, const onnx::ModelProto& model,
@@ -381,6 +426,7 @@ std::vector<NodeAssignment> assign_layers(const QuantConfig& config, const onnx:
   const Context context(config, model, label);
   warn_about_patterns(context);
   warn_about_op_types(context);
+  warn_about_layer_types(context);
 
   std::vector<NodeAssignment> assignments;
   assignments.reserve(context.sites.size());

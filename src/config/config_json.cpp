@@ -1,4 +1,5 @@
-// Quark-style config JSON <-> QuantConfig.
+// mixprec's config JSON shape <-> QuantConfig, and the entry points that read either shape
+// (Quark's is quark_config.cpp).
 //
 // The schema is the field tables below: one row per key, in the order config_to_json writes
 // them. Reading walks the JSON object, so every key without a row is seen, warned about and
@@ -15,7 +16,9 @@
 #include "common/json_text.h"
 #include "common/text.h"
 #include "config/algorithm_table.h"
+#include "config/config_reading.h"
 #include "config/node_pattern.h"
+#include "config/quark_config.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -24,31 +27,10 @@
 namespace mixprec {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using config::Json;
 using NodePair = std::pair<std::string, std::string>;
 
-// Where a value sits in the config (label and key path), for messages.
-class Where {
- public:
-  Where(const std::string& label, std::string path) : label_(label), path_(std::move(path)) {}
-
-  Where operator/(std::string_view key) const {
-    return {label_, path_.empty() ? std::string(key) : path_ + "." + std::string(key)};
-  }
-  Where operator[](size_t index) const { return {label_, path_ + "[" + std::to_string(index) + "]"}; }
-
-  // "LABEL: PATH PROBLEM", e.g. "cfg.json: extra_options.NumCalibSamples must be an integer".
-  [[noreturn]] void fail(const std::string& problem) const { throw_bad_input(label_, subject() + " " + problem); }
-  void warn(const std::string& problem) const {
-    log_warning((label_.empty() ? "" : label_ + ": ") + subject() + " " + problem);
-  }
-
- private:
-  std::string subject() const { return path_.empty() ? "the config" : path_; }
-
-  const std::string& label_;
-  std::string path_;
-};
+using config::Where;
 
 // --- Field tables ------------------------------------------------------------------------------
 
@@ -79,14 +61,16 @@ struct Schema;
 
 template <>
 struct Schema<QuantConfig> {
-  static constexpr Field<QuantConfig, LayerConfig, std::vector<LayerOverride>, ExcludeConfig, ExtraOptions,
-                         std::vector<AlgorithmEntry>>
+  static constexpr Field<QuantConfig, LayerConfig, std::vector<LayerOverride>, std::vector<LayerTypeOverride>,
+                         ExcludeConfig, ExtraOptions, std::vector<AlgorithmEntry>, bool>
       kFields[] = {
           {"global_config", &QuantConfig::global},
           {"specific_layer_config", &QuantConfig::specific},
+          {"layer_type_config", &QuantConfig::layer_types},  // written only when set (config_to_json)
           {"exclude", &QuantConfig::exclude},
           {"extra_options", &QuantConfig::extra},
-          {"algo_config", &QuantConfig::algorithms},  // written only when not empty (config_to_json)
+          {"algo_config", &QuantConfig::algorithms},                            // the same
+          {"use_external_data_format", &QuantConfig::use_external_data_format},  // the same
       };
   static constexpr auto kUnknown = &QuantConfig::unknown_keys;
   static constexpr Defaults kDefaults = Defaults::kWrite;
@@ -112,6 +96,16 @@ struct Schema<LayerOverride> {
   };
   static constexpr auto kUnknown = &LayerOverride::unknown_keys;
   static constexpr Defaults kDefaults = Defaults::kWrite;
+};
+
+template <>
+struct Schema<LayerTypeOverride> {
+  static constexpr Field<LayerTypeOverride, std::vector<std::string>, std::optional<LayerConfig>> kFields[] = {
+      {"op_types", &LayerTypeOverride::op_types},
+      {"layer_config", &LayerTypeOverride::layer_config},
+  };
+  static constexpr auto kUnknown = &LayerTypeOverride::unknown_keys;
+  static constexpr Defaults kDefaults = Defaults::kWrite;  // a null layer is written as null
 };
 
 template <>
@@ -182,6 +176,7 @@ void read_value(const Json& json, const Where& at, ReconstructionTarget& out);
 void read_value(const Json& json, const Where& at, NodePair& out);
 void read_value(const Json& json, const Where& at, TensorQuantSpec& out);
 void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& out);
+void read_value(const Json& json, const Where& at, LayerTypeOverride& out);
 void read_value(const Json& json, const Where& at, AlgorithmEntry& out);
 template <class T>
 void read_value(const Json& json, const Where& at, std::optional<T>& out);
@@ -253,28 +248,10 @@ std::string join_names(std::span<const Row> rows, const char* Row::*name) {
   return text::join_each(rows, [&](const Row& row) { return row.*name; });
 }
 
-void read_value(const Json& json, const Where& at, bool& out) {
-  if (!json.is_boolean()) at.fail("must be true or false");
-  out = json.get<bool>();
-}
-
-void read_value(const Json& json, const Where& at, int64_t& out) {
-  const bool fits = json.is_number_integer() &&
-                    !(json.is_number_unsigned() &&
-                      json.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
-  if (!fits) at.fail("must be an integer");
-  out = json.get<int64_t>();
-}
-
-void read_value(const Json& json, const Where& at, double& out) {
-  if (!json.is_number() || !std::isfinite(json.get<double>())) at.fail("must be a finite number");
-  out = json.get<double>();
-}
-
-void read_value(const Json& json, const Where& at, std::string& out) {
-  if (!json.is_string()) at.fail("must be a string");
-  out = json.get<std::string>();
-}
+void read_value(const Json& json, const Where& at, bool& out) { out = config::read_bool(json, at); }
+void read_value(const Json& json, const Where& at, int64_t& out) { out = config::read_integer(json, at); }
+void read_value(const Json& json, const Where& at, double& out) { out = config::read_number(json, at); }
+void read_value(const Json& json, const Where& at, std::string& out) { out = config::read_string(json, at); }
 
 void read_value(const Json& json, const Where& at, FormatId& out) {
   std::string name;
@@ -297,26 +274,16 @@ void read_value(const Json& json, const Where& at, CalibMethod& out) {
   out = *method;
 }
 
-// A value named by one of `names` (an EnumNames table); `what` says what it names.
-template <class E>
-void read_named(const Json& json, const Where& at, const EnumNames<E>& names, const char* what, E& out) {
-  std::string name;
-  read_value(json, at, name);
-  const auto value = names.from_name(name);
-  if (!value) at.fail("names an unknown " + std::string(what) + " \"" + name + "\" (known: " + names.list() + ")");
-  out = *value;
-}
-
 void read_value(const Json& json, const Where& at, BiasCorrectionMode& out) {
-  read_named(json, at, bias_correction_mode_names(), "bias correction mode", out);
+  out = config::read_named(json, at, bias_correction_mode_names(), "bias correction mode");
 }
 
 void read_value(const Json& json, const Where& at, ReconstructionMethod& out) {
-  read_named(json, at, reconstruction_method_names(), "method", out);
+  out = config::read_named(json, at, reconstruction_method_names(), "method");
 }
 
 void read_value(const Json& json, const Where& at, ReconstructionTarget& out) {
-  read_named(json, at, reconstruction_target_names(), "target", out);
+  out = config::read_named(json, at, reconstruction_target_names(), "target");
 }
 
 void read_value(const Json& json, const Where& at, NodePair& out) {
@@ -351,6 +318,14 @@ void read_value(const Json& json, const Where& at, std::vector<LayerOverride>& o
             "(use the list-of-objects form)");
   }
   read_value<LayerOverride>(json, at, out);
+}
+
+void read_value(const Json& json, const Where& at, LayerTypeOverride& out) {
+  // An absent layer would read as null, which keeps the op types in float: say it.
+  if (json.is_object() && !json.contains("layer_config")) {
+    at.fail("must state its layer_config (a layer, or null to keep these op types in float)");
+  }
+  out.unknown_keys = read_fields(json, at, Schema<LayerTypeOverride>::kFields, out);
 }
 
 void check_cle_steps(int64_t steps, const Where& at) {
@@ -472,11 +447,91 @@ Json to_json_value(const T& value) {
   return json;
 }
 
+// The first part of `json` that only one shape has, per shape ("" when none).
+struct ShapeEvidence {
+  std::string mixprec, quark;
+
+  void add(ConfigShape shape, const std::string& what) {
+    std::string& first = shape == ConfigShape::kQuark ? quark : mixprec;
+    if (first.empty()) first = what;
+  }
+};
+
+ShapeEvidence shape_evidence(const Json& json) {
+  ShapeEvidence evidence;
+  if (!json.is_object()) return evidence;
+  if (const auto global = json.find("global_config"); global != json.end() && global->is_object()) {
+    for (const auto& item : global->items()) {
+      const std::string path = "global_config." + item.key();
+      if (item.key() == "activation") evidence.add(ConfigShape::kQuark, path + " (Quark's name of input_tensors)");
+      if (!item.value().is_object()) continue;
+      if (item.value().contains("spec")) evidence.add(ConfigShape::kMixprec, path + ".spec");
+      if (item.value().contains("data_type")) evidence.add(ConfigShape::kQuark, path + ".data_type");
+    }
+  }
+  for (const char* key : {"specific_layer_config", "layer_type_config"}) {
+    const auto list = json.find(key);
+    if (list == json.end() || !list->is_array() || list->empty()) continue;
+    if ((*list)[0].is_object()) evidence.add(ConfigShape::kMixprec, std::string(key) + "[0] is an object");
+    if ((*list)[0].is_array()) evidence.add(ConfigShape::kQuark, std::string(key) + "[0] is a [layer, names] pair");
+  }
+  if (const auto exclude = json.find("exclude"); exclude != json.end()) {
+    if (exclude->is_object()) evidence.add(ConfigShape::kMixprec, "exclude is an object");
+    if (exclude->is_array()) evidence.add(ConfigShape::kQuark, "exclude is a list");
+  }
+  for (const char* key : {"quant_mode", "quant_format"}) {
+    if (json.contains(key)) evidence.add(ConfigShape::kQuark, std::string(key) + " (Olive's)");
+  }
+  return evidence;
+}
+
 }  // namespace
 
-QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& label) {
-  QuantConfig config;
-  read_value(json, Where(label, ""), config);
+namespace config {
+
+bool read_bool(const Json& json, const Where& at) {
+  if (!json.is_boolean()) at.fail("must be true or false");
+  return json.get<bool>();
+}
+
+int64_t read_integer(const Json& json, const Where& at) {
+  const bool fits = json.is_number_integer() &&
+                    !(json.is_number_unsigned() &&
+                      json.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  if (!fits) at.fail("must be an integer");
+  return json.get<int64_t>();
+}
+
+double read_number(const Json& json, const Where& at) {
+  if (!json.is_number() || !std::isfinite(json.get<double>())) at.fail("must be a finite number");
+  return json.get<double>();
+}
+
+std::string read_string(const Json& json, const Where& at) {
+  if (!json.is_string()) at.fail("must be a string");
+  return json.get<std::string>();
+}
+
+std::vector<std::string> read_strings(const Json& json, const Where& at) {
+  std::vector<std::string> out;
+  read_value(json, at, out);
+  return out;
+}
+
+ExtraOptions read_extra_options(const Json& json, const Where& at) {
+  ExtraOptions extra;
+  read_value(json, at, extra);
+  return extra;
+}
+
+Json extra_options_to_json(const ExtraOptions& extra) { return to_json_value(extra); }
+
+bool is_extra_option(std::string_view key) {
+  return std::ranges::find(Schema<ExtraOptions>::kFields, key, [](const auto& field) { return field.key; }) !=
+         std::end(Schema<ExtraOptions>::kFields);
+}
+
+void check_config(const QuantConfig& config, const std::string& label) {
   if (config.extra.num_calib_samples < 1) throw_bad_input(label, "extra_options.NumCalibSamples must be at least 1");
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
   const FastFinetuneOptions& ft = config.extra.fast_finetune;
@@ -509,6 +564,34 @@ QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& 
     }
   }
   selection::compile_patterns(config, label);  // an invalid regex fails here, at load time
+}
+
+}  // namespace config
+
+const EnumNames<ConfigShape>& config_shape_names() {
+  static constexpr EnumName<ConfigShape> kRows[] = {{ConfigShape::kMixprec, "mixprec"}, {ConfigShape::kQuark, "quark"}};
+  static constexpr EnumNames<ConfigShape> kNames{kRows};
+  return kNames;
+}
+
+ConfigShape detect_config_shape(const nlohmann::ordered_json& json, const std::string& label) {
+  const ShapeEvidence evidence = shape_evidence(json);
+  if (!evidence.mixprec.empty() && !evidence.quark.empty()) {
+    throw_bad_input(label, "the config mixes mixprec's shape (" + evidence.mixprec + ") with Quark's (" + evidence.quark +
+                               "): write it in one of them");
+  }
+  return evidence.quark.empty() ? ConfigShape::kMixprec : ConfigShape::kQuark;
+}
+
+QuantConfig parse_config(const nlohmann::ordered_json& json, const std::string& label) {
+  QuantConfig config;
+  if (detect_config_shape(json, label) == ConfigShape::kQuark) {
+    log_info((label.empty() ? "" : label + ": ") + "read in Quark's QConfig shape");
+    config = config::parse_quark_config(json, label);
+  } else {
+    read_value(json, Where(label, ""), config);
+  }
+  config::check_config(config, label);
   return config;
 }
 
@@ -517,14 +600,18 @@ QuantConfig load_config(const std::string& path) {
   return json_text::with_json_errors(path, "a config", [&] { return parse_config(json, path); });
 }
 
-nlohmann::ordered_json config_to_json(const QuantConfig& config) {
+nlohmann::ordered_json config_to_json(const QuantConfig& config, ConfigShape shape) {
+  if (shape == ConfigShape::kQuark) return config::quark_config_to_json(config);
   Json json = to_json_value(config);
-  if (config.algorithms.empty()) json.erase("algo_config");  // configs without algorithms keep their shape
+  // Configs without these keep SPEC.md's shape.
+  if (config.layer_types.empty()) json.erase("layer_type_config");
+  if (config.algorithms.empty()) json.erase("algo_config");
+  if (!config.use_external_data_format) json.erase("use_external_data_format");
   return json;
 }
 
-void save_config(const QuantConfig& config, const std::string& path) {
-  write_file_atomically(path, config_to_json(config).dump(2) + "\n");
+void save_config(const QuantConfig& config, const std::string& path, ConfigShape shape) {
+  write_file_atomically(path, config_to_json(config, shape).dump(2) + "\n");
 }
 
 }  // namespace mixprec

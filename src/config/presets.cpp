@@ -162,6 +162,9 @@ std::vector<FormatId> formats_used(const QuantConfig& config) {
   };
   add(config.global);
   for (const auto& override_ : config.specific) add(override_.layer_config);
+  for (const auto& layer_type : config.layer_types) {
+    if (layer_type.layer_config) add(*layer_type.layer_config);
+  }
   std::sort(formats.begin(), formats.end());
   formats.erase(std::unique(formats.begin(), formats.end()), formats.end());
   return formats;
@@ -195,6 +198,9 @@ void override_calib_method(QuantConfig& config, CalibMethod method) {
   };
   clear(config.global);
   for (auto& override_ : config.specific) clear(override_.layer_config);
+  for (auto& layer_type : config.layer_types) {
+    if (layer_type.layer_config) clear(*layer_type.layer_config);
+  }
 }
 
 }  // namespace mixprec

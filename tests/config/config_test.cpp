@@ -9,6 +9,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/log.h"
+#include "support/messages.h"
 #include "support/model_builder.h"
 #include "support/spec_example.h"
 #include "support/temp_dir.h"
@@ -67,23 +68,12 @@ const NodeAssignment& find(const std::vector<NodeAssignment>& assignments, const
   throw std::runtime_error("no assignment for " + name);
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-size_t count_containing(const std::vector<std::string>& messages, const std::string& part) {
-  return static_cast<size_t>(std::ranges::count_if(messages, [&](const std::string& m) { return contains(m, part); }));
-}
+using testing::contains;
+using testing::count_containing;
 
 // The kBadInput message of parsing `text`; fails the test when nothing is thrown.
 std::string parse_error(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::kBadInput) << error.what();
-    EXPECT_EQ(error.file(), kLabel);
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a bad-input error for " << text;
-  return "";
+  return testing::bad_input_message([&] { parse(text); }, kLabel, text);
 }
 
 class ConfigFileTest : public testing::TempDirTest {

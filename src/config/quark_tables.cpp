@@ -1,0 +1,166 @@
+// The rows of quark_tables.h, from amd/Quark's ONNX config classes (quark/onnx/quantization/
+// config: data_type.py's dt_name_map, spec.py's enums, algorithm.py's AlgoConfig classes).
+#include "config/quark_tables.h"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+
+namespace mixprec::config::quark {
+namespace {
+
+using enum FormatId;
+
+// clang-format off
+constexpr DataTypeRow kDataTypes[] = {
+  // name         Float32        PowerOf2
+  {"Int8",        kInt8,         kXInt8},
+  {"UInt8",       kUInt8,        std::nullopt},
+  {"Int16",       kInt16,        std::nullopt},
+  {"UInt16",      kUInt16,       std::nullopt},
+  {"BFloat16",    kBFloat16,     std::nullopt},
+  {"Float16",     kFloat16,      std::nullopt},
+  {"Int32",       std::nullopt,  std::nullopt, true},
+  // Block formats (a shared exponent per block; Quark's block parameters are the format's own).
+  {"BFP16",       kBfp16,        std::nullopt},
+  {"MX4",         kMx4,          std::nullopt},
+  {"MX6",         kMx6,          std::nullopt},
+  {"MX9",         kMx9,          std::nullopt},
+  {"MXInt8",      kMxInt8,       std::nullopt},
+  {"MXFP8E4M3",   kMxFp8E4M3,    std::nullopt},
+  {"MXFP8E5M2",   kMxFp8E5M2,    std::nullopt},
+  {"MXFP6E3M2",   kMxFp6E3M2,    std::nullopt},
+  {"MXFP6E2M3",   kMxFp6E2M3,    std::nullopt},
+  {"MXFP4E2M1",   kMxFp4E2M1,    std::nullopt},
+  // Not expressible yet: INT4 and 32-bit codes outside a bias.
+  {"Int4",        std::nullopt,  std::nullopt},
+  {"UInt4",       std::nullopt,  std::nullopt},
+  {"UInt32",      std::nullopt,  std::nullopt},
+};
+
+constexpr EnumMember<ScaleType> kScaleTypes[] = {
+  {ScaleType::kFloat32,  "Float32",  true},
+  {ScaleType::kPowerOf2, "PowerOf2", true},
+  {ScaleType::kInt16,    "Int16",    false},
+};
+
+constexpr EnumMember<Method> kMethods[] = {
+  {Method::kMinMax,              "MinMax",              true},
+  {Method::kMinMse,              "MinMSE",              true},
+  {Method::kPercentile,          "Percentile",          true},
+  {Method::kEntropy,             "Entropy",             true},
+  {Method::kLayerwisePercentile, "LayerwisePercentile", false},
+  {Method::kDistribution,        "Distribution",        false},
+};
+
+constexpr EnumMember<Granularity> kGranularities[] = {
+  {Granularity::kTensor,  "Tensor",  true},
+  {Granularity::kChannel, "Channel", true},
+  {Granularity::kGroup,   "Group",   false},
+};
+
+// Quark's method at a scale type -> mixprec's (quark/onnx/quantization/config/maps.py maps
+// MinMax + PowerOf2 to PowerOfTwoMethod.NonOverflow and MinMSE + PowerOf2 to PowerOfTwoMethod.MinMSE).
+struct MethodRow {
+  Method quark;
+  bool power_of_two;
+  CalibMethod mixprec;
+};
+constexpr MethodRow kMethodMap[] = {
+  {Method::kMinMax,     false, CalibMethod::kMinMax},
+  {Method::kMinMax,     true,  CalibMethod::kPowerOfTwoNonOverflow},
+  {Method::kMinMse,     false, CalibMethod::kMinMse},
+  {Method::kMinMse,     true,  CalibMethod::kPowerOfTwoMinMse},
+  {Method::kPercentile, false, CalibMethod::kPercentile},
+  {Method::kPercentile, true,  CalibMethod::kPercentile},
+  {Method::kEntropy,    false, CalibMethod::kEntropy},
+  {Method::kEntropy,    true,  CalibMethod::kEntropy},
+};
+
+constexpr const char* kCleUsed[] = {"cle_steps", "cle_scale_append_bias"};
+constexpr const char* kCleUnused[] = {"cle_balance_method", "cle_weight_threshold", "cle_scale_use_threshold",
+                                      "cle_total_layer_diff_threshold"};
+constexpr const char* kAdaRoundUsed[] = {"num_iterations", "learning_rate", "reg_param"};
+constexpr const char* kAdaQuantUsed[] = {"num_iterations", "learning_rate"};
+// AdaRoundConfig's and AdaQuantConfig's other parameters (the same for both; AdaQuant's also
+// takes reg_param, which mixprec's AdaQuant has no use for).
+constexpr std::array<const char*, 26> kAdaRoundUnused = {
+    "optim_device", "infer_device", "fixed_seed", "data_size", "batch_size", "num_batches", "early_stop",
+    "output_index", "lr_adjust", "target_op_type", "selective_update", "update_bias", "output_qdq", "drop_ratio",
+    "mem_opt_level", "cache_dir", "log_period", "ref_model_path", "dynamic_batch", "parallel", "beta_range",
+    "warm_start", "select_max_mem_layer", "num_workers", "pin_memory", "use_gds"};
+constexpr auto kAdaQuantUnused = [] {
+  std::array<const char*, kAdaRoundUnused.size() + 1> names{};
+  std::ranges::copy(kAdaRoundUnused, names.begin());
+  names.back() = "reg_param";
+  return names;
+}();
+
+constexpr AlgorithmRow kAlgorithms[] = {
+  {"cle",               true,  kCleUsed,      kCleUnused},
+  {"adaround",          true,  kAdaRoundUsed, kAdaRoundUnused},
+  {"adaquant",          true,  kAdaQuantUsed, kAdaQuantUnused},
+  {"bias_correction",   true,  {},            {}},
+  {"smooth_quant",      false, {},            {}},
+  {"gptq",              false, {},            {}},
+  {"auto_mixprecision", false, {},            {}},
+  {"quarot",            false, {},            {}},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const DataTypeRow> data_types() { return kDataTypes; }
+
+const DataTypeRow* find_data_type(std::string_view name) {
+  const auto row = std::ranges::find(kDataTypes, name, &DataTypeRow::name);
+  return row == std::end(kDataTypes) ? nullptr : &*row;
+}
+
+const DataTypeRow* data_type_of(FormatId format) {
+  const auto row = std::ranges::find_if(kDataTypes, [&](const DataTypeRow& r) { return r.format == format || r.power_of_two == format; });
+  return row == std::end(kDataTypes) ? nullptr : &*row;
+}
+
+std::string supported_data_types() {
+  std::string names, bias;
+  for (const DataTypeRow& row : kDataTypes) {
+    if (row.format || row.power_of_two) names += (names.empty() ? "" : ", ") + std::string(row.name);
+    if (row.int32_bias) bias += ", " + std::string(row.name) + " (as a bias)";
+  }
+  return names + bias;
+}
+
+const EnumClass<ScaleType>& scale_types() {
+  static constexpr EnumClass<ScaleType> kClass{"ScaleType", kScaleTypes};
+  return kClass;
+}
+
+const EnumClass<Method>& methods() {
+  static constexpr EnumClass<Method> kClass{"CalibMethod", kMethods};
+  return kClass;
+}
+
+const EnumClass<Granularity>& granularities() {
+  static constexpr EnumClass<Granularity> kClass{"QuantGranularity", kGranularities};
+  return kClass;
+}
+
+std::optional<CalibMethod> calib_method_of(Method method, bool power_of_two) {
+  const auto row = std::ranges::find_if(kMethodMap, [&](const MethodRow& r) { return r.quark == method && r.power_of_two == power_of_two; });
+  return row == std::end(kMethodMap) ? std::nullopt : std::optional(row->mixprec);
+}
+
+Method method_of(CalibMethod method) {
+  // Every mixprec method has a row (the first one names its Quark spelling).
+  return std::ranges::find(kMethodMap, method, &MethodRow::mixprec)->quark;
+}
+
+std::span<const AlgorithmRow> algorithms() { return kAlgorithms; }
+
+const AlgorithmRow* find_algorithm(std::string_view name) {
+  const auto row = std::ranges::find(kAlgorithms, name, &AlgorithmRow::name);
+  return row == std::end(kAlgorithms) ? nullptr : &*row;
+}
+
+}  // namespace mixprec::config::quark
