@@ -189,4 +189,13 @@ CalibMethod parse_calib_method(const std::string& name) {
   throw_bad_input("", "unknown --calib-method '" + name + "' (known: " + known + ")");
 }
 
+void ConfigFormatFlag::add_to(CLI::App& cmd, const std::string& written) {
+  cmd.add_option("--config-format", format,
+                 "shape of " + written + ": mixprec (SPEC's, default) or quark (Quark's QConfig.to_dict(), which "
+                 "QConfig.from_dict() reads); --config reads either")
+      ->capture_default_str();
+}
+
+ConfigShape ConfigFormatFlag::resolve() const { return parse_choice(config_shape_names(), "--config-format", format); }
+
 }  // namespace mixprec::cli

@@ -10,6 +10,7 @@
 
 #include "mixprec/error.h"
 
+#include "mixprec/config.h"
 #include "mixprec/enum_names.h"
 #include "mixprec/log.h"
 #include "mixprec/evaluation.h"
@@ -62,6 +63,14 @@ CalibMethod parse_calib_method(const std::string& name);
 
 // The presets' names, comma separated, for --preset help texts.
 std::string preset_list();
+
+// --config-format mixprec|quark: the shape of the config files the command writes.
+struct ConfigFormatFlag {
+  std::string format = "mixprec";
+
+  void add_to(CLI::App& cmd, const std::string& written);  // `written`: which files
+  ConfigShape resolve() const;
+};
 
 // Each subcommand registers itself on the app and returns the action to run once parsed;
 // the action returns the exit code.

@@ -35,6 +35,7 @@ Command add_explore(CLI::App& app) {
     SetupFlags setup;
     DeploymentFlags deployment;
     SearchFlags search;
+    ConfigFormatFlag config_format;
     bool resume = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -48,8 +49,11 @@ Command add_explore(CLI::App& app) {
                       "calibration files, pictures or folders (default: the --data files, else seeded random data, "
                       "with a warning)");
   cmd->add_option("--preset", flags->preset, "the INT8 starting point (XINT8, A8W8, U8S8)")->capture_default_str();
-  cmd->add_option("--config", flags->config, "or a config file as the starting point (its integer layers are the candidates)");
+  cmd->add_option("--config", flags->config,
+                  "or a config file as the starting point, in mixprec's shape or Quark's (its integer layers are the "
+                  "candidates)");
   flags->search.add_to(*cmd);
+  flags->config_format.add_to(*cmd, "final_config.json and pareto/'s configs");
   cmd->add_flag("--resume", flags->resume,
                 "continue a stopped run from the work dir's ledger (same settings); ends as an uninterrupted run would");
   flags->deployment.add_to(*cmd,
@@ -67,6 +71,7 @@ Command add_explore(CLI::App& app) {
             params.search.base_preset = flags->preset;
             if (!flags->config.empty()) params.search.base_config = load_config(flags->config);
             params.search.resume = flags->resume;
+            params.config_shape = flags->config_format.resolve();
             const WorkDirReport report("explore", params.setup.work_dir, params.setup.model_path);
             // MIXPREC_ABORT_AFTER_STEPS=k ends the process abruptly once step k is on disk, as a
             // kill or power cut would: the crash test of --resume. MIXPREC_SIGINT_AFTER_STEPS=k

@@ -14,13 +14,14 @@ Command add_quantize(CLI::App& app) {
     std::string model, output, config, preset, calib_method, stats, plan;
     SampleFlags data;
     DeploymentFlags deployment;
+    ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "quantize", "Quantize a model with a config or preset; writes the model and its effective config beside it");
   cmd->add_option("MODEL", flags->model, "float ONNX model (with --plan: default the plan's model)");
   cmd->add_option("-o,--output", flags->output, "quantized model to write")->required();
-  auto* config = cmd->add_option("--config", flags->config, "Quark-style JSON config");
+  auto* config = cmd->add_option("--config", flags->config, "JSON config, in mixprec's shape or Quark's QConfig shape");
   auto* preset = cmd->add_option("--preset", flags->preset, "a preset: " + preset_list())->excludes(config);
   cmd->add_option("--plan", flags->plan, "execute a quant_plan.json written by `mixprec plan`")->excludes(config)->excludes(preset);
   flags->data.add_to(*cmd, "--calibration-data", 0);
@@ -29,6 +30,7 @@ Command add_quantize(CLI::App& app) {
   cmd->add_option("--stats", flags->stats,
                   "calibration statistics: reused when the file exists, written after calibrating otherwise");
   flags->deployment.add_to(*cmd, "execution provider the written model must also load on (calibration runs on CPU)");
+  flags->config_format.add_to(*cmd, "the effective config written beside the model (OUTPUT.config.json)");
   cmd->footer(kExitCodesHelp);
   return {cmd, [flags] {
             QuantizeParams params;
@@ -37,6 +39,7 @@ Command add_quantize(CLI::App& app) {
             params.setup.progress = progress_bar("calibrating");
             params.output_path = flags->output;
             params.config = {.path = flags->config, .preset = flags->preset};
+            params.config_shape = flags->config_format.resolve();
             params.stats_path = flags->stats;
             params.deployment = flags->deployment.resolve();
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);

@@ -94,6 +94,9 @@ struct ExploreParams {
   EvaluationSetup setup;        // work_dir is required
   DeploymentTarget deployment;  // device: its formats must include the base's; its speeds give the expected speed-up
   SearchOptions search;
+  // The shape of final_config.json and pareto/'s configs (not a setting of the search: --resume
+  // may change it). Quark's fails before any work when the starting point holds what it cannot say.
+  ConfigShape config_shape = ConfigShape::kMixprec;
 };
 
 // What a step's trial did to the best assignment so far.

@@ -22,6 +22,9 @@ struct QuantizeParams {
   EvaluationSetup setup;
   ConfigSource config;
   std::string output_path;
+  // The shape of the effective config written beside the model (OUTPUT.config.json); Quark's
+  // fails before any work when the config holds what that shape cannot say.
+  ConfigShape config_shape = ConfigShape::kMixprec;
   std::optional<CalibMethod> calib_method;  // overrides the config's methods
   // Read when it exists (statistics of this model; every preset of one model shares them),
   // else written after calibrating. Empty: neither.

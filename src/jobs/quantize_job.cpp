@@ -101,19 +101,30 @@ std::string config_path_for(const std::string& output) {
   return fs::path(output).replace_extension(".config.json").string();
 }
 
+// The effective config as written beside the model, in `shape`; what the shape cannot hold is
+// an error naming that file.
+std::string config_text(const QuantConfig& config, ConfigShape shape, const std::string& config_path) {
+  try {
+    return config_to_json(config, shape).dump(2) + "\n";
+  } catch (const Error& error) {
+    throw Error(error.kind(), config_path, error.message());
+  }
+}
+
 // Both files or neither: the config goes to a temporary name first, the model is saved
-// (atomically), then the config is renamed into place; a failure at any point removes what
-// this call wrote.
+// (atomically; every large tensor to its external data file when the config asks for it), then
+// the config is renamed into place; a failure at any point removes what this call wrote.
 void save_model_and_config(const onnx::ModelProto& model, const QuantConfig& config, const std::string& model_path,
-                           const std::string& config_path) {
+                           const std::string& config_path, const std::string& config_json) {
   const std::string config_temp = config_path + ".pending-" + std::to_string(::getpid());
   try {
-    save_config(config, config_temp);
+    write_file_atomically(config_temp, config_json);
   } catch (const Error& error) {
     throw Error(error.kind(), config_path, error.message());  // the file the user knows
   }
+  const bool external = config.use_external_data_format || model.ByteSizeLong() > kProtobufLimitBytes;
   try {
-    save_model(model, model_path);
+    save_model(model, model_path, {.external_data = config.use_external_data_format ? ExternalData::kAlways : ExternalData::kAuto});
   } catch (...) {
     fs::remove(config_temp);
     throw;
@@ -123,7 +134,7 @@ void save_model_and_config(const onnx::ModelProto& model, const QuantConfig& con
   if (error) {
     fs::remove(config_temp);
     fs::remove(model_path);
-    if (model.ByteSizeLong() > kProtobufLimitBytes) fs::remove(model_path + ".data");  // save_model's external data
+    if (external) fs::remove(model_path + ".data");  // save_model's external data
     throw_io(config_path, "cannot write the config beside the model: " + error.message() + " (the model was removed)");
   }
 }
@@ -137,6 +148,9 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   refuse_overwriting_input(label, params.output_path);
   QuantConfig config = resolve_config(params.config);
   if (params.calib_method) override_calib_method(config, *params.calib_method);
+  report.config_path = config_path_for(params.output_path);
+  // Before any work: a config the requested shape cannot hold fails now, not after calibrating.
+  const std::string config_json = config_text(config, params.config_shape, report.config_path);
   const SessionOptions session = accuracy_session(params.deployment);
   // Memory: a model over 2 GB must fit twice, not more (one copy here, one in ONNX Runtime),
   // so the loaded model is consumed by the preparation whenever calibration needs no graph of
@@ -245,8 +259,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   Session::from_model(quantized, params.output_path, session);
   if (!params.deployment.on_cpu()) Session::from_model(quantized, params.output_path, params.deployment.session());
   report.output_path = params.output_path;
-  report.config_path = config_path_for(params.output_path);
-  save_model_and_config(quantized, config, report.output_path, report.config_path);
+  save_model_and_config(quantized, config, report.output_path, report.config_path, config_json);
   report.warnings = warnings.warnings();
   return report;
 }

@@ -245,6 +245,12 @@ class Explorer : public search::SearchObserver {
     lifted_config_ = lift->global;
     const DeviceProfile& device = params_.deployment.profile();
     if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
+    // Every config written derives from the starting point: one the shape cannot hold fails now.
+    try {
+      config_to_json(base_, params_.config_shape);
+    } catch (const Error& error) {
+      throw Error(error.kind(), result_.final_config_path, error.message());
+    }
     if (const auto why = device_rejects(device, formats_used(*lift))) {
       throw_bad_input("", "lifting to " + options_.lift + ": " + *why);
     }
@@ -450,7 +456,7 @@ class Explorer : public search::SearchObserver {
     // Built again from its config (the same rewrite of the same statistics): no score holds a model.
     const QuantConfig config = evaluator_->config_for(lifted);
     save_model(bench_->build(config), result_.final_model_path);
-    save_config(config, result_.final_config_path);
+    save_config(config, result_.final_config_path, params_.config_shape);
     best_ = score;
     have_best_ = true;
     best_lifted_ = lifted;
@@ -640,7 +646,7 @@ class Explorer : public search::SearchObserver {
         return p.step == point.step && p.label == point.label;
       });
       point.config_path = "pareto/point_" + std::to_string(point.step) + (point.step == 0 ? "_" + std::to_string(point.lifted) : "") + ".json";
-      save_config(evaluator_->config_for(it->second), work_file(point.config_path));
+      save_config(evaluator_->config_for(it->second), work_file(point.config_path), params_.config_shape);
       points.push_back({{"step", point.step},
                         {"label", point.label},
                         {"lifted", point.lifted},

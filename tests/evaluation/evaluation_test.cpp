@@ -14,6 +14,7 @@
 #include "mixprec/jobs.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/tensor_proto.h"
 #include "support/explore_models.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
@@ -186,6 +187,39 @@ TEST_F(CalibrationTest, OneStatisticsFileServesEveryPresetOfAModel) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("collected on another model"), std::string::npos) << e.what();
     EXPECT_FALSE(fs::exists(path("other_q.onnx")));
+  }
+}
+
+TEST_F(CalibrationTest, UseExternalDataFormatPutsTheWeightsInADataFile) {
+  // x [1, 64] -> MatMul (64 x 64 weights: 4 KiB of int8 codes) -> y.
+  save_model(ModelBuilder()
+                 .add_input("x", TensorProto::FLOAT, {1, 64})
+                 .add_output("y", TensorProto::FLOAT, {1, 64})
+                 .add_initializer("w", {64, 64}, testing::deterministic_values(64 * 64, 5))
+                 .add_node("MatMul", {"x", "w"}, {"y"}, {}, "fc")
+                 .build(),
+             path("model.onnx"));
+  QuantizeParams q;
+  q.setup.model_path = path("model.onnx");
+  q.setup.calibration.data.random_samples = 4;
+  q.config.config = preset_config("XINT8");
+  q.output_path = path("inline.onnx");
+  quantize_job(q);
+  q.config.config->use_external_data_format = true;  // Quark's option
+  q.output_path = path("external.onnx");
+  const QuantizeReport r = quantize_job(q);
+
+  EXPECT_FALSE(fs::exists(path("inline.onnx.data")));
+  ASSERT_TRUE(fs::exists(path("external.onnx.data")));
+  EXPECT_GE(fs::file_size(path("external.onnx.data")), 64u * 64u);
+  EXPECT_LT(fs::file_size(path("external.onnx")), fs::file_size(path("inline.onnx")));
+  EXPECT_TRUE(load_config(r.config_path).use_external_data_format);
+  // The same weights, read back from the data file.
+  const onnx::ModelProto inline_model = load_model(path("inline.onnx")), external = load_model(path("external.onnx"));
+  ASSERT_EQ(external.graph().initializer_size(), inline_model.graph().initializer_size());
+  for (int i = 0; i < inline_model.graph().initializer_size(); ++i) {
+    EXPECT_EQ(tensor_from_proto(external.graph().initializer(i), "external").to_floats(),
+              tensor_from_proto(inline_model.graph().initializer(i), "inline").to_floats());
   }
 }
 

@@ -194,6 +194,18 @@ TEST_F(ExploreTest, WorkDirHoldsLedgerAndAReproducibleConfig) {
   EXPECT_TRUE(file(q.output_path) == file(r.final_model_path));
 }
 
+TEST_F(ExploreTest, FinalConfigInQuarksShapeReadsBackAsMixprecs) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  const ExploreResult ours = explore(p);
+  p.setup.work_dir = path("work_quark");
+  p.config_shape = ConfigShape::kQuark;
+  const ExploreResult quark = explore(p);
+  EXPECT_EQ(detect_config_shape(nlohmann::ordered_json::parse(file(quark.final_config_path)), "final_config.json"),
+            ConfigShape::kQuark);
+  EXPECT_EQ(load_config(quark.final_config_path), load_config(ours.final_config_path));
+  EXPECT_EQ(file(quark.final_model_path), file(ours.final_model_path));
+}
+
 TEST_F(ExploreTest, SameInputsGiveTheSameLedger) {
   const ExploreResult first = explore(params(Ranking::kMeasured));
   fs::remove_all(path("work"));
