@@ -135,25 +135,53 @@ void run_blocks(OrtKernelContext* context, int64_t axis_attribute, const UnitFn&
   }
 }
 
-struct BfpKernel {
-  BfpKernel(const char* op, const OrtKernelInfo* info) : label_(node_label(op, info)) {
-    const std::string method = attribute_string(info, "bfp_method", "to_bfp");
-    // "to_bfp_prime_shared" is the method's former name.
-    if (method == "to_bfp") {
-      spec_.method = BfpMethod::kBfp;
-    } else if (method == "to_bfp_prime" || method == "to_bfp_prime_shared") {
-      spec_.method = BfpMethod::kBfpPrime;
-    } else {
-      throw KernelFailure("bfp_method '" + method + "' is not to_bfp or to_bfp_prime");
-    }
-    axis_ = attribute_int(info, "axis", 1);
-    spec_.bit_width = attribute_int(info, "bit_width", 16);
-    spec_.block_size = attribute_int(info, "block_size", 8);
-    spec_.rounding = rounding_of(attribute_int(info, "rounding_mode", 0));
-    spec_.sub_block_size = attribute_int(info, "sub_block_size", 2);
-    spec_.sub_block_shift_bits = attribute_int(info, "sub_block_shift_bits", 1);
-    spec_.round_to_bfloat16_first = attribute_int(info, "convert_to_bfloat_before_bfp", 0) != 0;
-    spec_.compiler_kernel = attribute_int(info, "use_compiler_version_cpu_kernel", 0) != 0;
+BfpSpec read_bfp_spec(const OrtKernelInfo* info) {
+  BfpSpec spec;
+  const std::string method = attribute_string(info, "bfp_method", "to_bfp");
+  // "to_bfp_prime_shared" is the method's former name.
+  if (method == "to_bfp") {
+    spec.method = BfpMethod::kBfp;
+  } else if (method == "to_bfp_prime" || method == "to_bfp_prime_shared") {
+    spec.method = BfpMethod::kBfpPrime;
+  } else {
+    throw KernelFailure("bfp_method '" + method + "' is not to_bfp or to_bfp_prime");
+  }
+  spec.bit_width = attribute_int(info, "bit_width", 16);
+  spec.block_size = attribute_int(info, "block_size", 8);
+  spec.rounding = rounding_of(attribute_int(info, "rounding_mode", 0));
+  spec.sub_block_size = attribute_int(info, "sub_block_size", 2);
+  spec.sub_block_shift_bits = attribute_int(info, "sub_block_shift_bits", 1);
+  spec.round_to_bfloat16_first = attribute_int(info, "convert_to_bfloat_before_bfp", 0) != 0;
+  spec.compiler_kernel = attribute_int(info, "use_compiler_version_cpu_kernel", 0) != 0;
+  return spec;
+}
+
+MxSpec read_mx_spec(const OrtKernelInfo* info) {
+  MxSpec spec;
+  const std::string element = attribute_string(info, "element_dtype", "int8");
+  if (!mx_element_from_name(element, &spec.element)) {
+    throw KernelFailure("element_dtype '" + element + "' is not one of " + mx_element_names());
+  }
+  spec.block_size = attribute_int(info, "block_size", 32);
+  spec.rounding = rounding_of(attribute_int(info, "rounding_mode", 0));
+  return spec;
+}
+
+void fake_quantize_unit(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                        const BfpSpec& spec, std::span<float> out, size_t unit) {
+  bfp_fake_quantize_unit(values, shape, axis, spec, out, unit);
+}
+void fake_quantize_unit(std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
+                        const MxSpec& spec, std::span<float> out, size_t unit) {
+  mx_fake_quantize_unit(values, shape, axis, spec, out, unit);
+}
+
+// BFPQuantizeDequantize (Spec = BfpSpec) and MXQuantizeDequantize (MxSpec): the attributes
+// read and checked once, when ONNX Runtime creates the kernel.
+template <class Spec, Spec (*read_spec)(const OrtKernelInfo*)>
+struct BlockKernel {
+  BlockKernel(const char* op, const OrtKernelInfo* info)
+      : label_(node_label(op, info)), spec_(read_spec(info)), axis_(attribute_int(info, "axis", 1)) {
     if (const std::string problem = check_spec(spec_); !problem.empty()) throw KernelFailure(problem);
   }
 
@@ -161,43 +189,18 @@ struct BfpKernel {
     return guarded(label_, [&] {
       run_blocks(context, axis_, [this](std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
                                         std::span<float> out, size_t unit) {
-        bfp_fake_quantize_unit(values, shape, axis, spec_, out, unit);
+        fake_quantize_unit(values, shape, axis, spec_, out, unit);
       });
     });
   }
 
  private:
   std::string label_;
-  BfpSpec spec_;
-  int64_t axis_ = 1;
+  Spec spec_;
+  int64_t axis_;
 };
-
-struct MxKernel {
-  MxKernel(const char* op, const OrtKernelInfo* info) : label_(node_label(op, info)) {
-    const std::string element = attribute_string(info, "element_dtype", "int8");
-    if (!mx_element_from_name(element, &spec_.element)) {
-      throw KernelFailure("element_dtype '" + element + "' is not one of " + mx_element_names());
-    }
-    axis_ = attribute_int(info, "axis", 1);
-    spec_.block_size = attribute_int(info, "block_size", 32);
-    spec_.rounding = rounding_of(attribute_int(info, "rounding_mode", 0));
-    if (const std::string problem = check_spec(spec_); !problem.empty()) throw KernelFailure(problem);
-  }
-
-  OrtStatusPtr ComputeV2(OrtKernelContext* context) {
-    return guarded(label_, [&] {
-      run_blocks(context, axis_, [this](std::span<const float> values, std::span<const int64_t> shape, int64_t axis,
-                                        std::span<float> out, size_t unit) {
-        mx_fake_quantize_unit(values, shape, axis, spec_, out, unit);
-      });
-    });
-  }
-
- private:
-  std::string label_;
-  MxSpec spec_;
-  int64_t axis_ = 1;
-};
+using BfpKernel = BlockKernel<BfpSpec, read_bfp_spec>;
+using MxKernel = BlockKernel<MxSpec, read_mx_spec>;
 
 // --- Extended Q/DQ -----------------------------------------------------------------------
 
