@@ -204,9 +204,13 @@ class Inserter {
 
   // The axis a block format's blocks run along for input `index` of `node`: the reduction axis
   // of the product it feeds (a MatMul's left operand: its last axis; its right operand: the
-  // second last; Gemm: by transA/transB), else the channels (axis 1, as Quark).
+  // second last; Gemm: by transA/transB; a recurrent op's inputs: the last), else the channels
+  // (axis 1, as Quark).
   static int64_t activation_block_axis(const onnx::NodeProto& node, int index) {
     if (node.op_type() == "MatMul") return index == 0 ? -1 : -2;
+    // A recurrent op's X [seq, batch, input] and states [dirs, batch, hidden] meet W and R
+    // along their last axis.
+    if (node.op_type() == "LSTM" || node.op_type() == "GRU" || node.op_type() == "RNN") return -1;
     if (node.op_type() == "Gemm" && index < 2) {
       const bool transposed = ir::int_attribute(node, index == 0 ? "transA" : "transB").value_or(0) != 0;
       return (index == 0) == transposed ? 0 : 1;

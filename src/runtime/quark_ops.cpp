@@ -369,6 +369,11 @@ OrtStatusPtr infer_output(OrtShapeInferContext* ctx, size_t type_from, ONNXTenso
   if (dims.empty()) return nullptr;
   std::vector<const char*> symbols(dims.size(), nullptr);
   input.GetSymbolicDimensions(symbols.data(), symbols.size());
+  // A dimension neither known nor named cannot be passed on: the API would write it as the
+  // value -1, which later shape inference takes as a size (Slice clamps to it and aborts).
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] < 0 && (symbols[d] == nullptr || *symbols[d] == '\0')) return nullptr;
+  }
   if (OrtStatus* status = api.CreateTensorTypeAndShapeInfo(&raw)) return status;
   const Ort::TensorTypeAndShapeInfo output(raw);
   if (OrtStatus* status = api.SetTensorElementType(raw, type)) return status;
