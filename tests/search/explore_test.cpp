@@ -386,6 +386,30 @@ TEST_F(ExploreTest, LiftsToFp16WhereTheDeviceRunsIt) {
   EXPECT_THROW(explore(p), Error);
 }
 
+// A block format as the lift: refused on the NPUs (experimental there), run on cpu. On this toy
+// it cannot help: the sensitive MatMul's input holds 1000 beside values near 1 in one block,
+// and the shared exponent leaves MX9 a step of 8 there (BF16 keeps each value's own exponent).
+TEST_F(ExploreTest, LiftsToABlockFormatOnCpuAndRefusesItOnTheNpus) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.search.lift = "MX9";
+  p.deployment.device = "stx";
+  try {
+    explore(p);
+    FAIL() << "lifted to MX9 on stx";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MX9 is not available on stx"), std::string::npos) << e.what();
+  }
+  p.deployment.device = "cpu";
+  const ExploreResult r = explore(p);
+  EXPECT_NE(r.stop_reason.find("full MX9 misses the criterion too"), std::string::npos) << r.stop_reason;
+  ASSERT_FALSE(r.lifted_metrics.empty());
+  EXPECT_LT(r.lifted_metrics[0].psnr_db, 30.0);
+  ExploreParams bf16 = p;
+  bf16.search.lift = "BF16";
+  bf16.setup.work_dir = path("work_bf16");
+  EXPECT_TRUE(explore(bf16).final_verdict.pass);
+}
+
 TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
   ExploreParams p = params(Ranking::kDynamicRange);
   save_model(two_sensitive_layers_model(), p.setup.model_path);
