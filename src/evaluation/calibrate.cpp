@@ -295,6 +295,9 @@ class Binner : public TapSink {
 
 CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::string& label,
                                  const SampleSource& source, const CalibrateOptions& options) {
+  // Every If/Loop/Scan body's tensors with the body defining each: tapped by default, and the
+  // scopes of the never-ran warning and body_shapes.
+  const std::vector<std::pair<std::string, std::string>> bodies = body_tensors(prepared, label);
   std::vector<std::string> tensors = options.tensors;
   if (tensors.empty()) {
     for (const auto& input : prepared.graph().input()) tensors.push_back(input.name());
@@ -304,7 +307,7 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
     });
     const auto outputs = main_graph_tensors(prepared);
     tensors.insert(tensors.end(), outputs.begin(), outputs.end());
-    for (auto& [name, scope] : body_tensors(prepared, label)) tensors.push_back(std::move(name));
+    for (const auto& [name, scope] : bodies) tensors.push_back(name);
   }
   const size_t available = source.size();
   const std::vector<size_t> used =
@@ -338,8 +341,7 @@ CalibrationStats calibrate_model(const onnx::ModelProto& prepared, const std::st
       if (binner.rank(t) >= 0) stats.ranks[tensors[t]] = binner.rank(t);
       if (binner.seen(t)) stats.tensors.emplace(tensors[t], binner.stats(t));
     }
-    std::map<std::string, std::string> scope_of;  // tensor -> the body defining it
-    for (auto& [name, scope] : body_tensors(prepared, label)) scope_of.emplace(std::move(name), std::move(scope));
+    const std::map<std::string, std::string> scope_of(bodies.begin(), bodies.end());  // tensor -> its body
     for (size_t t = 0; t < tensors.size(); ++t) {
       if (binner.seen(t) && scope_of.contains(tensors[t])) stats.body_shapes[tensors[t]] = binner.first_shape(t);
     }
