@@ -897,11 +897,7 @@ void BM_BlockFakeQuantize(benchmark::State& state) {
   const auto format = static_cast<FormatId>(state.range(0));
   const BlockFormat& block = *block_format(format);
   for (auto _ : state) {
-    if (block.mx) {
-      mx_fake_quantize(values, shape, axis, block.mx_spec, out);
-    } else {
-      bfp_fake_quantize(values, shape, axis, block.bfp, out);
-    }
+    fake_quantize_blocks(block, values, shape, axis, out);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(std::string(format_traits(format).name) + " axis " + std::to_string(axis));

@@ -73,6 +73,10 @@ struct BlockFormat {
 };
 // nullptr for the formats that are not block formats.
 const BlockFormat* block_format(FormatId id);
+// `values` of `shape` through `block`'s fake quantization (bfp_fake_quantize or
+// mx_fake_quantize), blocked along `axis`; `out` may alias `values`.
+void fake_quantize_blocks(const BlockFormat& block, std::span<const float> values, std::span<const int64_t> shape,
+                          int64_t axis, std::span<float> out);
 // The formats' names, comma separated, in the given order ("xint8, bf16").
 std::string format_names(std::span<const FormatId> formats);
 std::span<const FormatTraits> all_formats();

@@ -105,17 +105,23 @@ int32_t quantize_value(float x, float scale, int32_t zero_point, FormatId format
   return Quantizer(format, scale, zero_point).quantize(x);
 }
 
+void fake_quantize_blocks(const BlockFormat& block, std::span<const float> values, std::span<const int64_t> shape,
+                          int64_t axis, std::span<float> out) {
+  if (block.mx) {
+    mx_fake_quantize(values, shape, axis, block.mx_spec, out);
+  } else {
+    bfp_fake_quantize(values, shape, axis, block.bfp, out);
+  }
+}
+
 float fake_quantize_value(float x, const QuantParams& params, size_t channel, FormatId format) {
   const FormatTraits& traits = format_traits(format);
   if (const BlockFormat* block = block_format(format)) {
     // x alone in its block (the rest zeros): its own exponent is the block's.
-    std::vector<float> values(static_cast<size_t>(block->mx ? block->mx_spec.block_size : block->bfp.block_size), 0.0f);
+    const int64_t size = block->mx ? block->mx_spec.block_size : block->bfp.block_size;
+    std::vector<float> values(static_cast<size_t>(size), 0.0f);
     values[0] = x;
-    if (block->mx) {
-      mx_block(values, values, block->mx_spec);
-    } else {
-      bfp_block(values, values, block->bfp);
-    }
+    fake_quantize_blocks(*block, values, std::vector<int64_t>{size}, 0, values);
     return values[0];
   }
   if (!traits.is_integer) return cast_round_trip(x, traits.storage);

@@ -49,14 +49,6 @@ bool integer_activations(const NodeAssignment& a) {
   return false;
 }
 
-std::vector<FormatId> formats_used_by(const LayerConfig& c) {
-  std::vector<FormatId> formats;
-  for (const auto* spec : {&c.input_tensors, &c.weight, &c.bias, &c.output_tensors}) {
-    if (*spec) formats.push_back((*spec)->format);
-  }
-  return formats;
-}
-
 void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeReport& report) {
   for (const auto& a : assignment) {
     ++report.nodes;
@@ -73,7 +65,7 @@ void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeRep
       ++report.nodes_bf16;
     } else if (uses(FormatId::kFloat16)) {
       ++report.nodes_fp16;
-    } else if (std::ranges::any_of(formats_used_by(c), [](FormatId f) { return format_traits(f).is_block; })) {
+    } else if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) { return t.is_block && uses(t.id); })) {
       ++report.nodes_block;
     } else if (integer_activations(a) || (c.weight && format_traits(c.weight->format).is_integer)) {
       ++report.nodes_integer;

@@ -334,11 +334,7 @@ class Inserter {
   std::string stored_block_rounded(const std::string& name, const Tensor& values, FormatId format,
                                    const BlockFormat& block, int64_t axis) {
     std::vector<float> rounded = values.to_floats();
-    if (block.mx) {
-      mx_fake_quantize(rounded, values.shape(), axis, block.mx_spec, rounded);
-    } else {
-      bfp_fake_quantize(rounded, values.shape(), axis, block.bfp, rounded);
-    }
+    fake_quantize_blocks(block, rounded, values.shape(), axis, rounded);
     const std::string stored = pairs_.names().fresh(name + "_" + format_traits(format).name);
     pairs_.add_initializer(tensor_to_proto(Tensor::from_floats(values.shape(), rounded), stored));
     return stored;

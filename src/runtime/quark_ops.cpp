@@ -59,19 +59,7 @@ std::string node_label(const char* op, const OrtKernelInfo* info) {
   return std::string(op) + " node '" + Ort::ConstKernelInfo(info).GetNodeName() + "'";
 }
 
-DType dtype_of(ONNXTensorElementDataType type) {
-  switch (type) {
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return DType::kFloat32;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return DType::kFloat16;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return DType::kBFloat16;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: return DType::kInt8;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: return DType::kUInt8;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16: return DType::kInt16;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16: return DType::kUInt16;
-    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: return DType::kInt32;
-    default: throw KernelFailure("element type " + std::to_string(static_cast<int>(type)) + " is not supported");
-  }
-}
+DType dtype_of(ONNXTensorElementDataType type) { return dtype_from_onnx(static_cast<int32_t>(type)); }
 
 int64_t checked_axis(int64_t axis, size_t rank) {
   const int64_t r = static_cast<int64_t>(rank);
@@ -234,6 +222,20 @@ Channels channels_of(const std::vector<int64_t>& shape, int64_t axis_attribute, 
   return channels;
 }
 
+// Calls fn(T{}) with the C++ type of an integer code type (int8, uint8, int16, uint16, int32);
+// false for the other types.
+template <class Fn>
+bool visit_code_type(DType type, const Fn& fn) {
+  switch (type) {
+    case DType::kInt8: fn(int8_t{}); return true;
+    case DType::kUInt8: fn(uint8_t{}); return true;
+    case DType::kInt16: fn(int16_t{}); return true;
+    case DType::kUInt16: fn(uint16_t{}); return true;
+    case DType::kInt32: fn(int32_t{}); return true;
+    default: return false;
+  }
+}
+
 // Integer codes: saturate(round_half_even(x / scale) + zero_point); NaN gives the zero point.
 template <class T>
 void quantize_ints(const float* x, size_t n, const float* scale, const T* zero_point, const Channels& ch, T* out) {
@@ -278,23 +280,19 @@ struct QuantizeKernel {
       const DType type = dtype_of(zero_point.GetTensorTypeAndShapeInfo().GetElementType());
       void* raw = out.GetTensorMutableRawData();
       const void* zp = zero_point.GetTensorRawData();
-      switch (type) {
-        case DType::kInt8: quantize_ints(xs, n, scales, static_cast<const int8_t*>(zp), ch, static_cast<int8_t*>(raw)); break;
-        case DType::kUInt8: quantize_ints(xs, n, scales, static_cast<const uint8_t*>(zp), ch, static_cast<uint8_t*>(raw)); break;
-        case DType::kInt16: quantize_ints(xs, n, scales, static_cast<const int16_t*>(zp), ch, static_cast<int16_t*>(raw)); break;
-        case DType::kUInt16: quantize_ints(xs, n, scales, static_cast<const uint16_t*>(zp), ch, static_cast<uint16_t*>(raw)); break;
-        case DType::kInt32: quantize_ints(xs, n, scales, static_cast<const int32_t*>(zp), ch, static_cast<int32_t*>(raw)); break;
-        case DType::kFloat16:
-        case DType::kBFloat16: {
-          const DTypeTraits& traits = dtype_traits(type);
-          std::vector<float> zps(static_cast<size_t>(ch.count)), codes(n);
-          traits.to_float(static_cast<const std::byte*>(zp), zps.data(), zps.size());
-          for (size_t i = 0; i < n; ++i) codes[i] = xs[i] / scales[ch.of(i)] + zps[ch.of(i)];
-          traits.from_float(codes.data(), static_cast<std::byte*>(raw), n);
-          break;
-        }
-        default: throw KernelFailure(std::string("zero point type ") + dtype_name(type) + " is not supported");
+      const bool integer = visit_code_type(type, [&](auto code) {
+        using T = decltype(code);
+        quantize_ints(xs, n, scales, static_cast<const T*>(zp), ch, static_cast<T*>(raw));
+      });
+      if (integer) return;
+      if (type != DType::kFloat16 && type != DType::kBFloat16) {
+        throw KernelFailure(std::string("zero point type ") + dtype_name(type) + " is not supported");
       }
+      const DTypeTraits& traits = dtype_traits(type);
+      std::vector<float> zps(static_cast<size_t>(ch.count)), codes(n);
+      traits.to_float(static_cast<const std::byte*>(zp), zps.data(), zps.size());
+      for (size_t i = 0; i < n; ++i) codes[i] = xs[i] / scales[ch.of(i)] + zps[ch.of(i)];
+      traits.from_float(codes.data(), static_cast<std::byte*>(raw), n);
     });
   }
 
@@ -324,23 +322,19 @@ struct DequantizeKernel {
       const void* xs = x.GetTensorRawData();
       const void* zp = zero_point.GetTensorRawData();
       const DType type = dtype_of(x_type);
-      switch (type) {
-        case DType::kInt8: dequantize_ints(static_cast<const int8_t*>(xs), n, scales, static_cast<const int8_t*>(zp), ch, ys); break;
-        case DType::kUInt8: dequantize_ints(static_cast<const uint8_t*>(xs), n, scales, static_cast<const uint8_t*>(zp), ch, ys); break;
-        case DType::kInt16: dequantize_ints(static_cast<const int16_t*>(xs), n, scales, static_cast<const int16_t*>(zp), ch, ys); break;
-        case DType::kUInt16: dequantize_ints(static_cast<const uint16_t*>(xs), n, scales, static_cast<const uint16_t*>(zp), ch, ys); break;
-        case DType::kInt32: dequantize_ints(static_cast<const int32_t*>(xs), n, scales, static_cast<const int32_t*>(zp), ch, ys); break;
-        case DType::kFloat16:
-        case DType::kBFloat16: {
-          const DTypeTraits& traits = dtype_traits(type);
-          std::vector<float> zps(static_cast<size_t>(ch.count)), codes(n);
-          traits.to_float(static_cast<const std::byte*>(zp), zps.data(), zps.size());
-          traits.to_float(static_cast<const std::byte*>(xs), codes.data(), n);
-          for (size_t i = 0; i < n; ++i) ys[i] = (codes[i] - zps[ch.of(i)]) * scales[ch.of(i)];
-          break;
-        }
-        default: throw KernelFailure(std::string("input type ") + dtype_name(type) + " is not supported");
+      const bool integer = visit_code_type(type, [&](auto code) {
+        using T = decltype(code);
+        dequantize_ints(static_cast<const T*>(xs), n, scales, static_cast<const T*>(zp), ch, ys);
+      });
+      if (integer) return;
+      if (type != DType::kFloat16 && type != DType::kBFloat16) {
+        throw KernelFailure(std::string("input type ") + dtype_name(type) + " is not supported");
       }
+      const DTypeTraits& traits = dtype_traits(type);
+      std::vector<float> zps(static_cast<size_t>(ch.count)), codes(n);
+      traits.to_float(static_cast<const std::byte*>(zp), zps.data(), zps.size());
+      traits.to_float(static_cast<const std::byte*>(xs), codes.data(), n);
+      for (size_t i = 0; i < n; ++i) ys[i] = (codes[i] - zps[ch.of(i)]) * scales[ch.of(i)];
     });
   }
 

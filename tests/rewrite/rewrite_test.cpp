@@ -306,15 +306,11 @@ TEST(RewriteStrip, DequantizeOfQuantizeRecoversTheFloatGraph) {
 // codes for the weight, a BFP node on the output. dequantize leaves the float MatMul with the
 // weight folded back to (q - zp) * scale.
 TEST(RewriteStrip, QuarkExtendedQdqAndBlockNodesStrip) {
-  onnx::TensorProto zp;
-  zp.set_name("zp");
-  zp.set_data_type(onnx::TensorProto::INT8);
-  zp.add_int32_data(0);
   const onnx::ModelProto model = ModelBuilder()
                                      .add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}})
                                      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{2}})
                                      .add_initializer("s", {}, {0.5f})
-                                     .add_initializer(zp)
+                                     .add_initializer_i8("zp", {}, {0})
                                      .add_initializer_i8("w_q", {2, 2}, {2, -4, 6, 8})
                                      .add_node("ExtendedQuantizeLinear", {"x", "s", "zp"}, {"x_q"}, {}, "q", "com.amd.quark")
                                      .add_node("ExtendedDequantizeLinear", {"x_q", "s", "zp"}, {"x_dq"}, {}, "dq", "com.amd.quark")
