@@ -81,10 +81,7 @@ std::string check_spec(const MxSpec& spec);
 void bfp_block(std::span<const float> in, std::span<float> out, const BfpSpec& spec);
 void mx_block(std::span<const float> in, std::span<float> out, const MxSpec& spec);
 
-// `x` rounded half to even to a float with `ebits` exponent bits (bias 2^(ebits-1) - 1, no
-// Inf/NaN encodings, subnormals kept) and `mbits` mantissa bits, saturated at +-max_norm;
-// Inf/NaN pass through. The MX minifloat element rule, also FP8's.
-float round_to_minifloat(float x, int ebits, int mbits, float max_norm);
+// The MX minifloat element rule is round_to_minifloat (mixprec/tensor.h), also FP8's.
 
 // A whole tensor of `shape` (row-major, values.size() == product of shape), in blocks of
 // consecutive elements along `axis` (negative counts from the end): every line along the axis

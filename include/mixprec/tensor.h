@@ -17,15 +17,21 @@ namespace mixprec {
 // to ONNX TensorProto data types and numpy descriptors.
 enum class DType : uint8_t {
   kFloat32, kFloat16, kBFloat16, kInt8, kUInt8, kInt16, kUInt16, kInt32, kInt64, kBool,
+  // Quantized-code types (QuantizeLinear outputs, stored weights): FP8 E4M3FN / E5M2 (ONNX 17, 19)
+  // and 4-bit integers (ONNX 22, 21). A Tensor keeps one byte per 4-bit element; the two-per-byte
+  // packing of ONNX (first element in the low nibble) happens only at the ONNX boundary.
+  kFloat8E4M3FN, kFloat8E5M2, kInt4, kUInt4,
 };
 
 // One row per dtype (see dtype_traits()).
 struct DTypeTraits {
   DType dtype;
   const char* name;         // "float32", "bfloat16", ...
-  size_t size;              // bytes per element
+  size_t size;              // bytes per element in a Tensor
+  int bits;                 // bits per element in ONNX buffers (raw_data, ONNX Runtime values): 4 for int4
   int32_t onnx_type;        // onnx::TensorProto_DataType value
-  const char* npy_descr;    // little-endian numpy descr ("<f4", "|i1", "<V2" for bfloat16 ...)
+  const char* npy_descr;    // little-endian numpy descr ("<f4", "|i1", "<V2" for bfloat16 ...); "" when
+                            // numpy has no type for it (fp8, int4: ml_dtypes writes them all as "|V1")
   bool is_float;
   // Row conversions of `count` elements (element buffers need no alignment), with the rules
   // of Tensor::to_floats and Tensor::from_floats.
@@ -107,5 +113,28 @@ uint16_t float_to_half(float value);
 float half_to_float(uint16_t bits);
 uint16_t float_to_bfloat16(float value);
 float bfloat16_to_float(uint16_t bits);
+
+// x rounded to the nearest value of a minifloat with `ebits` exponent and `mbits` mantissa bits
+// (bias 2^(ebits-1) - 1, subnormals kept), ties to even, finite magnitudes saturated at
+// `max_norm` (the format's largest value: 448 for FP8 E4M3FN, 57344 for E5M2, 6 for FP4 E2M1).
+// Inf/NaN pass through. The rule of ONNX's saturating casts to float8 and of the OCP MX elements.
+float round_to_minifloat(float x, int ebits, int mbits, float max_norm);
+
+// FP8 bit patterns (ONNX FLOAT8E4M3FN: no infinities, NaN 0x7F/0xFF; FLOAT8E5M2: IEEE-like),
+// encoded as ONNX's Cast and QuantizeLinear with saturate=1 (their default): round to nearest
+// even; out-of-range values and infinities saturate to the largest finite value (448, 57344);
+// NaN stays NaN (0x7F / 0x7E with the sign).
+uint8_t float_to_float8e4m3fn(float value);
+float float8e4m3fn_to_float(uint8_t bits);
+uint8_t float_to_float8e5m2(float value);
+float float8e5m2_to_float(uint8_t bits);
+
+// ONNX's 4-bit packing: element 2i in the low nibble of byte i, element 2i+1 in its high
+// nibble; an odd count leaves the last high nibble 0. `codes` are one int4/uint4 per byte.
+std::vector<std::byte> pack_4bit(std::span<const std::byte> codes);
+// The inverse, for `count` elements; signed nibbles are sign-extended.
+std::vector<std::byte> unpack_4bit(std::span<const std::byte> packed, size_t count, bool is_signed);
+// Bytes `count` elements of `dtype` occupy in ONNX buffers (ceil(count / 2) for 4-bit types).
+size_t onnx_byte_size(DType dtype, size_t count);
 
 }  // namespace mixprec

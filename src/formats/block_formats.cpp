@@ -249,32 +249,6 @@ std::string check_spec(const MxSpec& spec) {
   return "";
 }
 
-float round_to_minifloat(float x, int ebits, int mbits, float max_norm) {
-  const uint32_t bits = std::bit_cast<uint32_t>(x);
-  int e = static_cast<int>((bits & kExponentMask) >> kMantissaBits);
-  if (e == 0xff) return x;
-  uint32_t mantissa = bits & kMantissaMask;
-  int width = kMantissaBits;  // bits the mantissa occupies, with its implicit 1 for normal values
-  if (e != 0) {
-    mantissa |= 1u << kMantissaBits;
-    ++width;
-  }
-  // Below the target's smallest normal exponent the target is subnormal: fewer mantissa bits.
-  const int target_exponent = e - kExponentBias + (1 << (ebits - 1)) - 1;
-  const int subnormal_shift = target_exponent > 0 ? 0 : 1 - target_exponent;
-  const int tail = kMantissaBits - mbits + subnormal_shift;
-  mantissa = shift_round(mantissa, static_cast<uint32_t>(tail), 0xffffffffu, false, BlockRounding::kHalfToEven);
-  if (mantissa == 0) return 0.0f;
-  mantissa <<= tail;
-  if (mantissa >= (1u << width)) {  // rounding carried into the next binade
-    if (e != 0) mantissa >>= 1;
-    ++e;
-  }
-  float magnitude = std::bit_cast<float>((static_cast<uint32_t>(e) << kMantissaBits) + (mantissa & kMantissaMask));
-  magnitude = std::min(magnitude, max_norm);
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | (bits & kSignMask));
-}
-
 void bfp_block(std::span<const float> in, std::span<float> out, const BfpSpec& spec) {
   assert(in.size() == out.size() && static_cast<int64_t>(in.size()) == spec.block_size);
   if (spec.method == BfpMethod::kBfp) {

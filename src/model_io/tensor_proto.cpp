@@ -27,13 +27,17 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& labe
   }
   const size_t numel = static_cast<size_t>(shape_numel(shape));
   const size_t bytes = numel * dtype_size(dtype);
+  const bool four_bit = dtype_traits(dtype).bits == 4;
+  const bool is_signed = dtype == DType::kInt4;
   if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != bytes) {
+    const size_t stored = onnx_byte_size(dtype, numel);
+    if (proto.raw_data().size() != stored) {
       throw_bad_input(label, "tensor '" + proto.name() + "' holds " + std::to_string(proto.raw_data().size()) +
-                                 " bytes, its shape " + shape_to_string(shape) + " needs " + std::to_string(bytes));
+                                 " bytes, its shape " + shape_to_string(shape) + " needs " + std::to_string(stored));
     }
-    return Tensor(dtype, shape,
-                  std::span<const std::byte>(reinterpret_cast<const std::byte*>(proto.raw_data().data()), bytes));
+    const std::span<const std::byte> raw(reinterpret_cast<const std::byte*>(proto.raw_data().data()), stored);
+    if (four_bit) return Tensor(dtype, shape, unpack_4bit(raw, numel, is_signed));
+    return Tensor(dtype, shape, raw);
   }
   Tensor out(dtype, shape);
   auto check_count = [&](int count) {
@@ -65,6 +69,23 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& labe
       check_count(proto.int32_data_size());
       narrow_from_int32<uint16_t>(proto, out);
       break;
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E5M2:  // each int32 holds one bit pattern
+      check_count(proto.int32_data_size());
+      narrow_from_int32<uint8_t>(proto, out);
+      break;
+    case DType::kInt4:
+    case DType::kUInt4: {  // each int32 holds one packed byte (two elements)
+      const int packed_count = proto.int32_data_size();
+      if (static_cast<size_t>(packed_count) != (numel + 1) / 2) {
+        throw_bad_input(label, "tensor '" + proto.name() + "' holds " + std::to_string(packed_count) +
+                                   " packed int32 values, its shape " + shape_to_string(shape) + " needs " +
+                                   std::to_string((numel + 1) / 2));
+      }
+      std::vector<std::byte> packed(static_cast<size_t>(packed_count));
+      for (int i = 0; i < packed_count; ++i) packed[static_cast<size_t>(i)] = static_cast<std::byte>(proto.int32_data(i));
+      return Tensor(dtype, shape, unpack_4bit(packed, numel, is_signed));
+    }
   }
   return out;
 }
@@ -74,7 +95,12 @@ onnx::TensorProto tensor_to_proto(const Tensor& tensor, const std::string& name)
   proto.set_name(name);
   proto.set_data_type(dtype_to_onnx(tensor.dtype()));
   for (int64_t d : tensor.shape()) proto.add_dims(d);
-  proto.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.byte_size());
+  if (dtype_traits(tensor.dtype()).bits == 4) {
+    const std::vector<std::byte> packed = pack_4bit({tensor.data(), tensor.byte_size()});
+    proto.set_raw_data(reinterpret_cast<const char*>(packed.data()), packed.size());
+  } else {
+    proto.set_raw_data(reinterpret_cast<const char*>(tensor.data()), tensor.byte_size());
+  }
   return proto;
 }
 

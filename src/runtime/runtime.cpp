@@ -644,6 +644,10 @@ std::vector<Ort::Value> Session::Impl::input_values(const NamedTensors& given, s
     auto spec = std::find_if(inputs.begin(), inputs.end(), [&](const auto& s) { return s.name == name; });
     if (spec == inputs.end()) throw_bad_input(label, "the model has no input named '" + name + "'");
     check_input(*spec, tensor, label);
+    if (dtype_traits(tensor.dtype()).bits == 4) {
+      throw_unsupported(label, "model input '" + name + "' is " + dtype_name(tensor.dtype()) +
+                                   ": 4-bit model inputs are not supported");
+    }
     seen.insert(name);
     names.push_back(name.c_str());
     // ONNX Runtime reads inputs only; the const_cast is required by its C signature.
@@ -691,8 +695,13 @@ NamedTensors Session::run(const NamedTensors& inputs, const std::vector<std::str
     const DType dtype = dtype_from_onnx(static_cast<int32_t>(info.GetElementType()));
     const Shape shape = info.GetShape();
     const auto* bytes = static_cast<const std::byte*>(value.GetTensorRawData());
-    const size_t size = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
-    out.emplace_back(wanted[i], Tensor(dtype, shape, std::span<const std::byte>(bytes, size)));
+    const auto count = static_cast<size_t>(shape_numel(shape));
+    const std::span<const std::byte> stored(bytes, onnx_byte_size(dtype, count));
+    if (dtype_traits(dtype).bits == 4) {  // ONNX Runtime keeps two 4-bit elements per byte
+      out.emplace_back(wanted[i], Tensor(dtype, shape, unpack_4bit(stored, count, dtype == DType::kInt4)));
+    } else {
+      out.emplace_back(wanted[i], Tensor(dtype, shape, stored));
+    }
   }
   return out;
 }

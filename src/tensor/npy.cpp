@@ -44,7 +44,11 @@ struct NpyHeader {
 };
 
 std::string supported_dtype_names() {
-  return text::join_each(all_dtype_traits(), [](const DTypeTraits& traits) { return traits.name; });
+  std::vector<std::string> names;
+  for (const DTypeTraits& traits : all_dtype_traits()) {
+    if (*traits.npy_descr != '\0') names.emplace_back(traits.name);
+  }
+  return text::join(names);
 }
 
 // descr is a byte order ('<' little, '>' big, '|' not applicable, '=' native) and a type code.
@@ -53,7 +57,7 @@ DType dtype_from_descr(const std::string& descr, const std::string& source) {
   if (descr.size() >= 2 && std::string_view("<>|=").find(descr[0]) != std::string_view::npos) {
     const std::string_view code = std::string_view(descr).substr(1);
     for (const DTypeTraits& traits : all_dtype_traits()) {
-      if (code != std::string_view(traits.npy_descr).substr(1)) continue;
+      if (*traits.npy_descr == '\0' || code != std::string_view(traits.npy_descr).substr(1)) continue;
       if (descr[0] == '>' && traits.size > 1) {
         throw_unsupported(source, "big-endian npy data ('" + descr + "') are not supported; save them little-endian");
       }
@@ -259,6 +263,9 @@ std::string python_tuple(const Shape& shape) {
 
 // Magic, version, length and the padded header dict: everything before the data.
 std::vector<std::byte> encode_npy_header(const Tensor& tensor) {
+  if (*dtype_traits(tensor.dtype()).npy_descr == '\0') {
+    throw_unsupported("", std::string("numpy has no ") + dtype_name(tensor.dtype()) + " type to save a tensor in");
+  }
   const std::string dict = std::string("{'descr': '") + dtype_traits(tensor.dtype()).npy_descr +
                            "', 'fortran_order': False, 'shape': " + python_tuple(tensor.shape()) + ", }";
   // Spaces and a final '\n' pad the header so the data start 64-byte aligned.

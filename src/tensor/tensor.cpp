@@ -50,6 +50,29 @@ struct IntCodec {
   }
 };
 
+// 4-bit integers, one per byte in a Tensor (see pack_4bit for the ONNX layout).
+template <typename Stored, int kMin, int kMax>
+struct Int4Codec {
+  using Storage = Stored;
+  static float decode(Storage value) { return static_cast<float>(value); }
+  static Storage encode(float value) {
+    if (std::isnan(value)) return 0;
+    return static_cast<Storage>(std::clamp(std::nearbyint(value), static_cast<float>(kMin), static_cast<float>(kMax)));
+  }
+};
+
+struct Float8E4M3FNCodec {
+  using Storage = uint8_t;
+  static float decode(uint8_t bits) { return float8e4m3fn_to_float(bits); }
+  static uint8_t encode(float value) { return float_to_float8e4m3fn(value); }
+};
+
+struct Float8E5M2Codec {
+  using Storage = uint8_t;
+  static float decode(uint8_t bits) { return float8e5m2_to_float(bits); }
+  static uint8_t encode(float value) { return float_to_float8e5m2(value); }
+};
+
 struct BoolCodec {
   using Storage = uint8_t;
   static float decode(uint8_t value) { return value != 0 ? 1.0f : 0.0f; }
@@ -76,10 +99,16 @@ void row_from_float(const float* values, std::byte* out, size_t count) {
 
 template <typename Codec>
 constexpr DTypeTraits row(DType dtype, const char* name, int32_t onnx_type, const char* npy_descr,
-                          bool is_float) {
-  return {dtype, name, sizeof(typename Codec::Storage), onnx_type, npy_descr, is_float,
+                          bool is_float, int bits = 8 * sizeof(typename Codec::Storage)) {
+  return {dtype, name, sizeof(typename Codec::Storage), bits, onnx_type, npy_descr, is_float,
           &row_to_float<Codec>, &row_from_float<Codec>};
 }
+
+// ONNX element types newer than the onnx headers Debian ships (onnx.proto's TensorProto.DataType).
+constexpr int32_t kOnnxFloat8E4M3FN = 17;
+constexpr int32_t kOnnxFloat8E5M2 = 19;
+constexpr int32_t kOnnxUInt4 = 21;
+constexpr int32_t kOnnxInt4 = 22;
 
 // Indexed by DType; numpy has no bfloat16, so it is stored as 2-byte void ("<V2"), the
 // descr ml_dtypes' bfloat16 arrays get from np.save.
@@ -94,13 +123,17 @@ constexpr DTypeTraits kDTypeTable[] = {
     row<IntCodec<int32_t>>(DType::kInt32, "int32", onnx::TensorProto_DataType_INT32, "<i4", false),
     row<IntCodec<int64_t>>(DType::kInt64, "int64", onnx::TensorProto_DataType_INT64, "<i8", false),
     row<BoolCodec>(DType::kBool, "bool", onnx::TensorProto_DataType_BOOL, "|b1", false),
+    row<Float8E4M3FNCodec>(DType::kFloat8E4M3FN, "float8e4m3fn", kOnnxFloat8E4M3FN, "", true),
+    row<Float8E5M2Codec>(DType::kFloat8E5M2, "float8e5m2", kOnnxFloat8E5M2, "", true),
+    row<Int4Codec<int8_t, -8, 7>>(DType::kInt4, "int4", kOnnxInt4, "", false, 4),
+    row<Int4Codec<uint8_t, 0, 15>>(DType::kUInt4, "uint4", kOnnxUInt4, "", false, 4),
 };
 
 constexpr bool table_is_indexed_by_dtype() {
   for (size_t i = 0; i < std::size(kDTypeTable); ++i) {
     if (static_cast<size_t>(kDTypeTable[i].dtype) != i) return false;
   }
-  return std::size(kDTypeTable) == static_cast<size_t>(DType::kBool) + 1;
+  return std::size(kDTypeTable) == static_cast<size_t>(DType::kUInt4) + 1;
 }
 static_assert(table_is_indexed_by_dtype(), "kDTypeTable rows must follow the DType order");
 
@@ -129,7 +162,7 @@ DType dtype_from_onnx(int32_t onnx_type) {
   for (const DTypeTraits& traits : kDTypeTable) {
     if (traits.onnx_type == onnx_type) return traits.dtype;
   }
-  std::string name = onnx::TensorProto_DataType_IsValid(onnx_type)
+  const std::string name = onnx::TensorProto_DataType_IsValid(onnx_type)
                          ? onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(onnx_type))
                          : "unknown";
   throw_unsupported("", "ONNX element type " + name + " (" + std::to_string(onnx_type) + ") is not supported");
@@ -265,6 +298,131 @@ uint16_t float_to_bfloat16(float value) {
 float bfloat16_to_float(uint16_t bits) {
   const bool nan = (bits & 0x7FFFu) > 0x7F80u;
   return std::bit_cast<float>((static_cast<uint32_t>(bits) << 16) | (nan ? 0x400000u : 0u));
+}
+
+// Minifloat rounding on float32's bit pattern: keep the target's mantissa bits (fewer below its
+// smallest normal exponent) and round the dropped ones half to even; a carry may move the value
+// into the next binade, which the exponent absorbs.
+float round_to_minifloat(float x, int ebits, int mbits, float max_norm) {
+  constexpr int kMantissaBits = 23;
+  constexpr int kExponentBias = 127;
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  int e = static_cast<int>((bits & 0x7f800000u) >> kMantissaBits);
+  if (e == 0xff) return x;
+  uint32_t mantissa = bits & 0x7fffffu;
+  int width = kMantissaBits;  // bits the mantissa occupies, with its implicit 1 for normal values
+  if (e != 0) {
+    mantissa |= 1u << kMantissaBits;
+    ++width;
+  }
+  const int target_exponent = e - kExponentBias + (1 << (ebits - 1)) - 1;
+  const int subnormal_shift = target_exponent > 0 ? 0 : 1 - target_exponent;
+  const int tail = kMantissaBits - mbits + subnormal_shift;
+  if (tail >= 32) return std::bit_cast<float>(bits & 0x80000000u);  // below half the smallest subnormal
+  const uint32_t dropped = mantissa & ((1u << tail) - 1);
+  const uint32_t half = 1u << (tail - 1);
+  mantissa >>= tail;
+  if (dropped > half || (dropped == half && (mantissa & 1u) != 0)) ++mantissa;
+  if (mantissa == 0) return std::bit_cast<float>(bits & 0x80000000u);
+  mantissa <<= tail;
+  if (mantissa >= (1u << width)) {  // rounding carried into the next binade
+    if (e != 0) mantissa >>= 1;
+    ++e;
+  }
+  float magnitude = std::bit_cast<float>((static_cast<uint32_t>(e) << kMantissaBits) + (mantissa & 0x7fffffu));
+  magnitude = std::min(magnitude, max_norm);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(magnitude) | (bits & 0x80000000u));
+}
+
+namespace {
+
+// One FP8 layout: 1 sign, `kE` exponent and `kM` mantissa bits, bias 2^(kE-1) - 1. The rounded
+// value is exact in the target, so its bit pattern follows from frexp.
+template <int kE, int kM>
+uint8_t float8_bits(float rounded) {
+  const uint8_t sign = std::signbit(rounded) ? 0x80 : 0;
+  const float magnitude = std::fabs(rounded);
+  if (magnitude == 0.0f) return sign;
+  constexpr int kBias = (1 << (kE - 1)) - 1;
+  int exponent = 0;
+  const float fraction = std::frexp(magnitude, &exponent);  // magnitude = fraction * 2^exponent
+  const int unbiased = exponent - 1;
+  if (unbiased < 1 - kBias) {  // subnormal: units of 2^(1 - bias - mbits)
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(std::ldexp(magnitude, kBias - 1 + kM)));
+  }
+  const auto field = static_cast<uint8_t>(unbiased + kBias);
+  const auto mantissa = static_cast<uint8_t>(std::ldexp(fraction * 2.0f - 1.0f, kM));
+  return static_cast<uint8_t>(sign | (field << kM) | mantissa);
+}
+
+template <int kE, int kM>
+float float8_value(uint8_t bits) {
+  constexpr int kBias = (1 << (kE - 1)) - 1;
+  const int field = (bits >> kM) & ((1 << kE) - 1);
+  const int mantissa = bits & ((1 << kM) - 1);
+  const float magnitude = field == 0 ? std::ldexp(static_cast<float>(mantissa), 1 - kBias - kM)
+                                     : std::ldexp(1.0f + std::ldexp(static_cast<float>(mantissa), -kM), field - kBias);
+  return (bits & 0x80) != 0 ? -magnitude : magnitude;
+}
+
+constexpr float kE4M3FNMax = 448.0f;
+constexpr float kE5M2Max = 57344.0f;
+
+}  // namespace
+
+uint8_t float_to_float8e4m3fn(float value) {
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  if (std::isnan(value)) return sign | 0x7F;
+  if (std::isinf(value)) return sign | 0x7E;
+  return float8_bits<4, 3>(round_to_minifloat(value, 4, 3, kE4M3FNMax));
+}
+
+float float8e4m3fn_to_float(uint8_t bits) {
+  if ((bits & 0x7F) == 0x7F) return std::numeric_limits<float>::quiet_NaN();
+  return float8_value<4, 3>(bits);
+}
+
+uint8_t float_to_float8e5m2(float value) {
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  if (std::isnan(value)) return sign | 0x7E;
+  if (std::isinf(value)) return sign | 0x7B;
+  return float8_bits<5, 2>(round_to_minifloat(value, 5, 2, kE5M2Max));
+}
+
+float float8e5m2_to_float(uint8_t bits) {
+  if ((bits & 0x7C) == 0x7C) {
+    if ((bits & 0x03) != 0) return std::numeric_limits<float>::quiet_NaN();
+    return (bits & 0x80) != 0 ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  }
+  return float8_value<5, 2>(bits);
+}
+
+std::vector<std::byte> pack_4bit(std::span<const std::byte> codes) {
+  std::vector<std::byte> packed((codes.size() + 1) / 2);
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const std::byte nibble = codes[i] & std::byte{0x0F};
+    packed[i / 2] |= (i % 2 == 0) ? nibble : (nibble << 4);
+  }
+  return packed;
+}
+
+std::vector<std::byte> unpack_4bit(std::span<const std::byte> packed, size_t count, bool is_signed) {
+  if (packed.size() != (count + 1) / 2) {
+    throw_internal("unpack_4bit: " + std::to_string(count) + " elements need " + std::to_string((count + 1) / 2) +
+                   " bytes, got " + std::to_string(packed.size()));
+  }
+  std::vector<std::byte> codes(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto nibble = static_cast<uint8_t>((std::to_integer<uint8_t>(packed[i / 2]) >> (4 * (i % 2))) & 0x0F);
+    if (is_signed && nibble >= 8) nibble = static_cast<uint8_t>(nibble | 0xF0);  // sign-extend
+    codes[i] = std::byte{nibble};
+  }
+  return codes;
+}
+
+size_t onnx_byte_size(DType dtype, size_t count) {
+  const DTypeTraits& traits = dtype_traits(dtype);
+  return traits.bits == 4 ? (count + 1) / 2 : count * traits.size;
 }
 
 }  // namespace mixprec

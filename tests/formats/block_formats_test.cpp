@@ -1,5 +1,6 @@
 // BFP and MX numerics against blocks worked by hand (the arithmetic is in each comment).
 #include "mixprec/block_formats.h"
+#include "mixprec/tensor.h"
 
 #include <gtest/gtest.h>
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "mixprec/error.h"
+#include "mixprec/tensor_proto.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -137,6 +138,49 @@ TEST_F(ModelIoTest, FailedSaveLeavesNothingBehind) {
   for (const auto& entry : fs::directory_iterator(dir_)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
   }
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// ONNX stores 4-bit tensors two per byte (raw_data) or one packed byte per int32 (int32_data);
+// a Tensor holds one element per byte either way.
+TEST(TensorProto4Bit, PacksRawDataAndReadsBothEncodings) {
+  const Tensor codes = Tensor::from_floats(DType::kInt4, {3}, std::vector<float>{-8, 7, -1});
+  const onnx::TensorProto proto = tensor_to_proto(codes, "w");
+  EXPECT_EQ(proto.data_type(), 22);
+  ASSERT_EQ(proto.raw_data().size(), 2u);
+  EXPECT_EQ(static_cast<uint8_t>(proto.raw_data()[0]), 0x78);
+  EXPECT_EQ(static_cast<uint8_t>(proto.raw_data()[1]), 0x0F);
+  EXPECT_EQ(tensor_from_proto(proto, "m.onnx"), codes);
+
+  onnx::TensorProto typed;
+  typed.set_name("w");
+  typed.set_data_type(21);  // UINT4
+  typed.add_dims(3);
+  typed.add_int32_data(0x5A);
+  typed.add_int32_data(0x03);
+  EXPECT_EQ(tensor_from_proto(typed, "m.onnx").to_floats(), (std::vector<float>{10, 5, 3}));
+
+  onnx::TensorProto short_raw = proto;
+  short_raw.set_raw_data(std::string(3, '\0'));
+  try {
+    tensor_from_proto(short_raw, "m.onnx");
+    FAIL() << "3 bytes for 3 int4 accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(error.message().find("holds 3 bytes, its shape 3 needs 2"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TensorProtoFloat8, KeepsBitPatterns) {
+  const Tensor values = Tensor::from_floats(DType::kFloat8E4M3FN, {2}, std::vector<float>{0.3f, -448.0f});
+  const onnx::TensorProto proto = tensor_to_proto(values, "s");
+  EXPECT_EQ(proto.data_type(), 17);
+  EXPECT_EQ(tensor_from_proto(proto, "m.onnx").to_floats(), (std::vector<float>{0.3125f, -448.0f}));
 }
 
 }  // namespace

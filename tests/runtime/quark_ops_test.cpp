@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "mixprec/block_formats.h"
+#include "mixprec/tensor.h"
 #include "mixprec/error.h"
 #include "mixprec/runtime.h"
+#include "mixprec/tensor_proto.h"
 #include "support/model_builder.h"
 
 namespace mixprec {
@@ -203,3 +205,58 @@ TEST(Minifloat, MatchesOnnxRuntimesFloat8Casts) {
 
 }  // namespace
 }  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// Our FP8 and 4-bit codecs against ONNX Runtime bit for bit: a Cast to FP8 and a QuantizeLinear
+// to int4/uint4 as model outputs (the session unpacks 4-bit outputs), on values that cover
+// rounding ties, subnormals, saturation, infinities and NaN.
+TEST(LowBitCodecs, MatchOnnxRuntimeBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {0.0f, -0.0f, inf, -inf, 1e6f, -1e6f, 470.0f, 464.0f, 0x1p-10f, 0x3p-10f, 0x1p-17f};
+  for (int e = -18; e <= 16; ++e) {
+    for (float m : {1.0f, 1.0625f, 1.125f, 1.1875f, 1.3f, 1.625f, 1.75f, 1.9375f}) {
+      values.push_back(std::ldexp(m, e));
+      values.push_back(-std::ldexp(m, e));
+    }
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  const Tensor x = Tensor::from_floats({n}, values);
+  for (DType fp8 : {DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
+    const onnx::ModelProto model = ModelBuilder()
+                                       .opset(19)
+                                       .add_input("x", onnx::TensorProto::FLOAT, {n})
+                                       .add_output("y", dtype_to_onnx(fp8), {n})
+                                       .add_node("Cast", {"x"}, {"y"}, {attr_int("to", dtype_to_onnx(fp8))})
+                                       .build();
+    const Tensor got = Session::from_model(model, "cast_fp8").run({{"x", x}}).at(0).second;
+    const Tensor want = Tensor::from_floats(fp8, {n}, values);
+    ASSERT_EQ(got.dtype(), fp8);
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_EQ(got.as<uint8_t>()[i], want.as<uint8_t>()[i]) << dtype_name(fp8) << " " << values[i];
+    }
+  }
+  std::vector<float> codes;  // x / 0.25 spans ties and both saturation ends of 4 bits
+  for (int i = -80; i <= 80; ++i) codes.push_back(static_cast<float>(i) * 0.0625f);
+  const int64_t m = static_cast<int64_t>(codes.size());
+  for (DType int4 : {DType::kInt4, DType::kUInt4}) {
+    const Tensor zero = Tensor::from_floats(int4, {}, std::vector<float>{int4 == DType::kUInt4 ? 8.0f : 0.0f});
+    const onnx::ModelProto model = ModelBuilder()
+                                       .opset(21)
+                                       .add_input("x", onnx::TensorProto::FLOAT, {m})
+                                       .add_output("q", dtype_to_onnx(int4), {m})
+                                       .add_initializer("scale", {}, {0.25f})
+                                       .add_initializer(tensor_to_proto(zero, "zero"))
+                                       .add_node("QuantizeLinear", {"x", "scale", "zero"}, {"q"})
+                                       .build();
+    const Tensor got = Session::from_model(model, "q_int4").run({{"x", Tensor::from_floats({m}, codes)}}).at(0).second;
+    std::vector<float> want;
+    for (float c : codes) want.push_back(std::nearbyint(c / 0.25f) + zero.to_floats()[0]);
+    EXPECT_EQ(got.to_floats(), Tensor::from_floats(int4, {m}, want).to_floats()) << dtype_name(int4);
+  }
+}
+
+}  // namespace
+}  // namespace mixprec
+

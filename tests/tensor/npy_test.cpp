@@ -142,6 +142,16 @@ class NpzFiles : public TempDirTest {};
 
 TEST(NpyBytes, RoundTripsEveryDTypeAndShape) {
   for (const DTypeTraits& traits : all_dtype_traits()) {
+    if (*traits.npy_descr == '\0') {  // fp8 and int4 have no numpy dtype: saving one is refused
+      try {
+        npy_to_bytes(Tensor(traits.dtype, {2}));
+        ADD_FAILURE() << traits.name << " saved";
+      } catch (const Error& error) {
+        EXPECT_EQ(error.kind(), ErrorKind::kUnsupported);
+        EXPECT_NE(error.message().find(std::string("numpy has no ") + traits.name), std::string::npos) << error.what();
+      }
+      continue;
+    }
     for (const Shape& shape : kShapes) {
       const Tensor tensor = random_tensor(traits.dtype, shape, 7);
       EXPECT_EQ(npy_from_bytes(npy_to_bytes(tensor), "memory"), tensor)
@@ -275,6 +285,7 @@ TEST(NpyBytes, RejectsEveryTruncation) {
 TEST_F(NpyFiles, RoundTripsEveryDTypeWithoutLeavingTemporaries) {
   std::vector<std::string> expected;
   for (const DTypeTraits& traits : all_dtype_traits()) {
+    if (*traits.npy_descr == '\0') continue;
     const std::string name = std::string(traits.name) + ".npy";
     const Tensor tensor = random_tensor(traits.dtype, {3, 4}, 11);
     write_npy(path(name), tensor);

@@ -38,7 +38,8 @@ TEST(TensorDType, TableMatchesOnnxNumbersAndNames) {
       {DType::kFloat32, 1, "float32", 4}, {DType::kUInt8, 2, "uint8", 1},   {DType::kInt8, 3, "int8", 1},
       {DType::kUInt16, 4, "uint16", 2},   {DType::kInt16, 5, "int16", 2},   {DType::kInt32, 6, "int32", 4},
       {DType::kInt64, 7, "int64", 8},     {DType::kBool, 9, "bool", 1},     {DType::kFloat16, 10, "float16", 2},
-      {DType::kBFloat16, 16, "bfloat16", 2},
+      {DType::kBFloat16, 16, "bfloat16", 2}, {DType::kFloat8E4M3FN, 17, "float8e4m3fn", 1},
+      {DType::kFloat8E5M2, 19, "float8e5m2", 1}, {DType::kUInt4, 21, "uint4", 1}, {DType::kInt4, 22, "int4", 1},
   };
   ASSERT_EQ(all_dtype_traits().size(), std::size(expected));
   for (const Expected& row : expected) {
@@ -145,6 +146,70 @@ TEST(TensorConvert, FromFloatsRoundsHalfToEvenAndSaturates) {
   EXPECT_EQ(encode(DType::kBool, {0, -0.0f, 0.5f, -3, nan}), (Floats{0, 0, 1, 1, 1}));
   EXPECT_EQ(Tensor::from_floats({2}, std::vector<float>{1.5f, -2}).dtype(), DType::kFloat32);
   EXPECT_EQ(kind_of_error([] { Tensor::from_floats({3}, std::vector<float>{1}); }), ErrorKind::kInternal);
+}
+
+// Hand-worked FP8 patterns: 0.3 = 1.2 x 2^-2 keeps 3 (E4M3) or 2 (E5M2) mantissa bits, 1.2 -> 1.25
+// either way: E4M3 0 0101 010 = 0x2A, E5M2 0 01101 01 = 0x35.
+TEST(TensorFloat8, EncodesHandWorkedPatterns) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(float_to_float8e4m3fn(1.0f), 0x38);
+  EXPECT_EQ(float_to_float8e4m3fn(0.3f), 0x2A);
+  EXPECT_EQ(float_to_float8e4m3fn(-0.3f), 0xAA);
+  EXPECT_EQ(float_to_float8e4m3fn(448.0f), 0x7E);
+  EXPECT_EQ(float_to_float8e4m3fn(470.0f), 0x7E);  // past the largest value: saturates
+  EXPECT_EQ(float_to_float8e4m3fn(-inf), 0xFE);
+  EXPECT_EQ(float_to_float8e4m3fn(nan) & 0x7F, 0x7F);
+  EXPECT_EQ(float_to_float8e4m3fn(0x1p-9f), 0x01);    // the smallest subnormal
+  EXPECT_EQ(float_to_float8e4m3fn(0x1p-10f), 0x00);   // half of it: ties to even (0)
+  EXPECT_EQ(float_to_float8e4m3fn(0x3p-10f), 0x02);   // 1.5 units: ties to even (2)
+  EXPECT_EQ(float_to_float8e4m3fn(-0.0f), 0x80);
+  EXPECT_EQ(float_to_float8e5m2(1.0f), 0x3C);
+  EXPECT_EQ(float_to_float8e5m2(0.3f), 0x35);
+  EXPECT_EQ(float_to_float8e5m2(57344.0f), 0x7B);
+  EXPECT_EQ(float_to_float8e5m2(1e6f), 0x7B);
+  EXPECT_EQ(float_to_float8e5m2(inf), 0x7B);
+  EXPECT_EQ(float_to_float8e5m2(0x1p-16f), 0x01);
+  EXPECT_TRUE(std::isnan(float8e5m2_to_float(float_to_float8e5m2(nan))));
+  // Every pattern decodes and encodes back to itself (NaNs to a NaN).
+  for (int bits = 0; bits < 256; ++bits) {
+    const auto b = static_cast<uint8_t>(bits);
+    const float e4m3 = float8e4m3fn_to_float(b);
+    if (std::isnan(e4m3)) {
+      EXPECT_EQ(b & 0x7F, 0x7F);
+    } else {
+      EXPECT_EQ(float_to_float8e4m3fn(e4m3), b) << bits;
+    }
+    const float e5m2 = float8e5m2_to_float(b);
+    if (std::isnan(e5m2)) {
+      EXPECT_TRUE((b & 0x7C) == 0x7C && (b & 0x03) != 0) << bits;
+    } else if (!std::isinf(e5m2)) {
+      EXPECT_EQ(float_to_float8e5m2(e5m2), b) << bits;
+    }
+  }
+  EXPECT_EQ(float8e4m3fn_to_float(0x7E), 448.0f);
+  EXPECT_EQ(float8e5m2_to_float(0x7C), inf);
+}
+
+// 4-bit codes: one per byte in a Tensor, two per byte in ONNX buffers, low nibble first.
+TEST(TensorInt4, SaturatesAndPacksLowNibbleFirst) {
+  const Tensor int4 = Tensor::from_floats(DType::kInt4, {4}, std::vector<float>{7.6f, -9.0f, 2.5f, -1.0f});
+  EXPECT_EQ(int4.to_floats(), (std::vector<float>{7, -8, 2, -1}));
+  const std::vector<std::byte> packed = pack_4bit({int4.data(), int4.byte_size()});
+  ASSERT_EQ(packed.size(), 2u);
+  EXPECT_EQ(std::to_integer<int>(packed[0]), 0x87);  // 7 low, -8 (0x8) high
+  EXPECT_EQ(std::to_integer<int>(packed[1]), 0xF2);  // 2 low, -1 (0xF) high
+  EXPECT_EQ(unpack_4bit(packed, 4, true), std::vector<std::byte>(int4.data(), int4.data() + 4));
+  const Tensor uint4 = Tensor::from_floats(DType::kUInt4, {3}, std::vector<float>{15.0f, -1.0f, 3.0f});
+  EXPECT_EQ(uint4.to_floats(), (std::vector<float>{15, 0, 3}));
+  const std::vector<std::byte> odd = pack_4bit({uint4.data(), uint4.byte_size()});
+  ASSERT_EQ(odd.size(), 2u);
+  EXPECT_EQ(std::to_integer<int>(odd[0]), 0x0F);
+  EXPECT_EQ(std::to_integer<int>(odd[1]), 0x03);  // the odd count leaves the high nibble 0
+  EXPECT_EQ(Tensor(DType::kUInt4, {3}, unpack_4bit(odd, 3, false)).to_floats(), (std::vector<float>{15, 0, 3}));
+  EXPECT_EQ(onnx_byte_size(DType::kInt4, 5), 3u);
+  EXPECT_EQ(onnx_byte_size(DType::kFloat8E5M2, 5), 5u);
+  EXPECT_EQ(kind_of_error([&] { unpack_4bit(odd, 5, false); }), ErrorKind::kInternal);
 }
 
 TEST(TensorHalf, RoundsToNearestEven) {
