@@ -47,6 +47,10 @@ struct TensorQuantSpec {
   std::optional<bool> symmetric;           // unset: format default / ActivationSymmetric
   bool per_channel = false;
   std::optional<int64_t> ch_axis;          // unset: the op's weight output-channel axis
+  // Weights: one scale per group of this many consecutive weights along the op's reduction
+  // (input-channel) axis, ONNX's blocked DequantizeLinear (Quark's QuantGranularity.Group);
+  // takes precedence over per_channel. Unset: per channel or per tensor.
+  std::optional<int64_t> group_size;
   std::optional<CalibMethod> calib_method; // unset: extra_options.CalibMethod
   nlohmann::ordered_json unknown_params = nlohmann::ordered_json::object();
   nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();  // beside spec/params

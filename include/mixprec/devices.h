@@ -34,6 +34,8 @@ struct RelativeThroughput {
   double fp16 = 0;
   double fp32 = 0;
   double block = 0;  // bfp16, mx4/6/9, mxint8, mxfp8/6/4
+  double fp8 = 0;    // fp8e4m3, fp8e5m2 (per-tensor Q/DQ)
+  double int4 = 0;   // int4, uint4
 };
 
 struct DeviceProfile {

@@ -1,7 +1,8 @@
 // Formats: the table of numeric formats a tensor can be put in, and the scale / zero-point /
 // rounding math that turns a float range into quantization parameters and values into codes.
 //
-// Integer formats are emulated in the graph as QuantizeLinear/DequantizeLinear pairs; BF16 and
+// Integer and FP8 formats are emulated in the graph as QuantizeLinear/DequantizeLinear pairs
+// (FP8's codes are float8 values, scale x code as for integers); BF16 and
 // FP16 as Cast-to-low/Cast-to-float pairs; the block formats (BFP16, MX*) as one com.amd.quark
 // BFPQuantizeDequantize / MXQuantizeDequantize node per activation, with weights rounded
 // offline (mixprec/block_formats.h). Everything here is exact, deterministic arithmetic:
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -44,6 +46,13 @@ enum class FormatId : uint8_t {
   kMxFp6E3M2,
   kMxFp6E2M3,
   kMxFp4E2M1,
+  // Scaled Q/DQ with FP8 codes (ONNX Runtime's float8 QuantizeLinear, opset 19; symmetric,
+  // zero point 0), and 4-bit integer codes (opset 21; per channel or in blocks along the
+  // reduction axis, as weights usually are).
+  kFp8E4M3,    // FLOAT8E4M3FN, largest 448
+  kFp8E5M2,    // FLOAT8E5M2, largest 57344
+  kInt4,
+  kUInt4,
 };
 
 // One row per format (see format_traits()); adding a format is one row plus its tests.
@@ -51,10 +60,11 @@ struct FormatTraits {
   FormatId id;
   const char* name;            // "xint8", "int8", ..., "bf16", "fp16", "fp32"
   const char* spec_name;       // Quark spec name: "XInt8Spec", "Int8Spec", ..., "BFloat16Spec"
-  bool is_integer;             // Q/DQ emulated
+  bool is_qdq;                 // emulated by a QuantizeLinear/DequantizeLinear pair with a scale
+                               // (integer codes, or FP8 codes when storage is a float8 type)
   bool is_block;               // a BFP/MX block format: fake quantized by a com.amd.quark node
   DType storage;               // element type of quantized codes / cast target
-  int64_t qmin, qmax;          // integer code range (0, 0 for float formats)
+  int64_t qmin, qmax;          // code range (FP8: +-the largest finite value; 0, 0 for float formats)
   bool power_of_two_scale;     // scale must be 2^k
   bool symmetric_default;      // default when the config does not say
   bool per_channel_allowed;    // per-channel weights make sense
@@ -63,6 +73,9 @@ struct FormatTraits {
 };
 
 const FormatTraits& format_traits(FormatId id);
+// Q/DQ formats whose codes are integers (not FP8): what int32 bias codes, AdaRound's rounding
+// choice and integer kernels need.
+bool has_integer_codes(FormatId id);
 
 // A block format's fake quantization: BFP (bfp_method to_bfp / to_bfp_prime) or MX. The axis
 // is the consumer's (insert_qdq blocks along the dot product's reduction axis).
@@ -84,18 +97,27 @@ std::span<const FormatTraits> all_formats();
 // fp32 is "Float32Spec": Quark has no such spec; it names "leave this tensor in float".
 std::optional<FormatId> format_from_name(std::string_view name);
 
-// Parameters of one quantized tensor: one scale/zero point per tensor (axis -1), or one per
-// channel along `axis` (axis >= 0). Float formats have no parameters (both vectors empty).
+// Parameters of one quantized tensor: one scale/zero point per tensor (axis -1), one per
+// channel along `axis` (axis >= 0, block_size 0), or one per block of `block_size` consecutive
+// elements along `axis` (ONNX's blocked DequantizeLinear, opset 21): then the parameters form a
+// tensor of the weight's shape with dimension `axis` shrunk to ceil(dim / block_size), stored
+// row-major (block_shape()). Float formats have no parameters (both vectors empty).
 struct QuantParams {
   std::vector<float> scale;
   std::vector<int32_t> zero_point;
   int64_t axis = -1;
+  int64_t block_size = 0;
 };
+// The shape of the scale/zero-point tensor of `params` for a tensor of `shape`: {} per tensor,
+// {channels} per channel, the blocked shape for block-wise parameters.
+Shape param_shape(const QuantParams& params, const Shape& shape);
 
 struct ParamOptions {
   bool symmetric = true;
   // Formats whose traits require it always use power-of-two scales; this forces it for others.
   bool power_of_two = false;
+  // Weights only: parameters per block of this many elements along the axis (0: per channel).
+  int64_t block_size = 0;
 };
 
 // The largest code magnitude of symmetric quantization: qmax for signed formats (127 for
@@ -133,28 +155,42 @@ inline float dequantize_value(int32_t q, float scale, int32_t zero_point) {
 
 // One channel's quantization with the format's code range looked up once: the single home of
 // the rounding arithmetic, inline so that loops over many values (quantize_tensor, the range
-// searches) pay no call per value. Integer formats only (asserted).
+// searches) pay no call per value. Q/DQ formats only (asserted).
 //  quantize: round-half-to-even of x / scale (float division, as QuantizeLinear) plus the
 //            zero point, saturated to [qmin, qmax]; +-Inf saturate, NaN gives the zero point
 //            (so it dequantizes to 0). Uses the current rounding mode, which must be the
 //            default round-to-nearest: nothing here changes the floating-point environment.
+//            Integer codes only (asserted);
+//  code:     the code as a float: the integer code, or for FP8 x / scale rounded to the FP8
+//            grid as ONNX's saturating float8 QuantizeLinear does (NaN stays NaN);
+//  fake_quantize: (code - zero point) x scale.
 class Quantizer {
  public:
   Quantizer(FormatId format, float scale, int32_t zero_point);
 
   int32_t quantize(float x) const {
+    assert(fp8_ebits_ == 0);
     if (std::isnan(x)) return zero_point_;
     // Rounding before adding the zero point, as QuantizeLinear; codes up to 65535 are exact in float.
     const float code = std::nearbyint(x / scale_) + static_cast<float>(zero_point_);
     return static_cast<int32_t>(std::clamp(code, qmin_, qmax_));
   }
+  float code(float x) const {
+    if (fp8_ebits_ == 0) return static_cast<float>(quantize(x));
+    // Infinities saturate (ONNX's saturate=1); NaN stays NaN, as the float8 value does.
+    const float scaled = std::clamp(x / scale_, qmin_, qmax_);
+    return round_to_minifloat(scaled, fp8_ebits_, fp8_mbits_, qmax_);
+  }
   float dequantize(int32_t q) const { return dequantize_value(q, scale_, zero_point_); }
-  float fake_quantize(float x) const { return dequantize(quantize(x)); }
+  float fake_quantize(float x) const {
+    return fp8_ebits_ == 0 ? dequantize(quantize(x)) : code(x) * scale_;
+  }
 
  private:
   float scale_;
   int32_t zero_point_;
   float qmin_, qmax_;
+  int fp8_ebits_ = 0, fp8_mbits_ = 0;  // FP8 codes: the float8 layout; 0 for integer codes
 };
 
 // Quantizer(format, scale, zero_point).quantize(x).
@@ -171,6 +207,12 @@ float fake_quantize_value(float x, const QuantParams& params, size_t channel, Fo
 // Parameters that do not fit the tensor, or a block format (rounded along an axis by
 // bfp_fake_quantize/mx_fake_quantize), are a programmer error (kInternal).
 Tensor quantize_tensor(const Tensor& values, const QuantParams& params, FormatId format);
+
+// The inverse: (code - zero point) x scale for every element of `codes` (integer or FP8 codes),
+// with `params` laid out as quantize_tensor takes them (zero points may be empty: 0). A float32
+// tensor of the same shape. kBadInput when the parameters do not fit the codes' shape (the
+// message says how many they hold and need).
+Tensor dequantize_tensor(const Tensor& codes, const QuantParams& params);
 
 // Parameters for a weight from its values (NaN elements are ignored, infinities are taken as
 // the finite extremes): one scale/zero point per slice along `axis` (each channel's own

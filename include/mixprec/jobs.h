@@ -43,7 +43,7 @@ struct QuantizeReport {
   size_t calibration_samples = 0;
   double calibration_seconds = 0;
   std::string data_description;
-  size_t nodes = 0, nodes_integer = 0, nodes_bf16 = 0, nodes_fp16 = 0, nodes_block = 0, nodes_float = 0;
+  size_t nodes = 0, nodes_integer = 0, nodes_fp8 = 0, nodes_bf16 = 0, nodes_fp16 = 0, nodes_block = 0, nodes_float = 0;
   std::vector<std::string> float_weights;  // describe_float_weights: ops whose weights stay float, and why
   PrepareSummary prepare;                            // prepare.cle: when CLE ran
   std::optional<ReconstructionSummary> reconstruction;   // AdaRound/AdaQuant, when the config asks for it

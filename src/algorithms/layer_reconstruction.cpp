@@ -512,7 +512,15 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       .op_types = kReconstructedOps, .integer_weight = true, .accept = [&](const ir::GraphView& view, const onnx::NodeProto& node) {
         const auto a = assigned.find(node.name());
         if (a == assigned.end() || a->second->excluded || !a->second->config.weight ||
-            !format_traits(a->second->config.weight->format).is_integer || view.initializer(node.input(0))) {
+            !format_traits(a->second->config.weight->format).is_qdq || view.initializer(node.input(0))) {
+          return false;
+        }
+        // Rounding choices exist on an integer grid with one scale per output channel.
+        if (!has_integer_codes(a->second->config.weight->format) || a->second->config.weight->group_size) {
+          summary.notes.push_back(name + ": " + node.name() + " skipped (its weight format " +
+                                  format_traits(a->second->config.weight->format).spec_name +
+                                  (a->second->config.weight->group_size ? " is block-wise" : " has FP8 codes") +
+                                  "; " + name + " rounds integer codes with one scale per channel)");
           return false;
         }
         if (view.consumers(node.input(1)).size() != 1) {

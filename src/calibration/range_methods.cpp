@@ -353,7 +353,7 @@ std::optional<CalibMethod> calib_method_from_name(std::string_view name) {
 Range compute_range(const TensorStats& stats, CalibMethod method, FormatId format, const RangeOptions& options) {
   check_options(method, options);
   if (stats.hist.empty()) return {};
-  if (!format_traits(format).is_integer) return min_max_range(stats);
+  if (!format_traits(format).is_qdq) return min_max_range(stats);
   const Histogram hist(stats);
   switch (method) {
     case CalibMethod::kMinMax: return min_max_range(stats);

@@ -51,6 +51,7 @@ const Field<TensorQuantSpec, std::optional<bool>, bool, std::optional<int64_t>, 
     {"symmetric", &TensorQuantSpec::symmetric},
     {"per_channel", &TensorQuantSpec::per_channel},
     {"ch_axis", &TensorQuantSpec::ch_axis},
+    {"group_size", &TensorQuantSpec::group_size},
     {"calib_method", &TensorQuantSpec::calib_method},
 };
 
@@ -303,6 +304,14 @@ void read_value(const Json& json, const Where& at, TensorQuantSpec& out) {
       out.unknown_params = read_fields(item.value(), at / "params", kParamFields, out);
     } else {
       keep_unknown(item.key(), item.value(), at, out.unknown_keys);
+    }
+  }
+  if (out.group_size) {
+    if (*out.group_size < 1) (at / "params.group_size").fail("must be a positive number of weights");
+    if (!format_traits(out.format).is_qdq || !format_traits(out.format).per_channel_allowed) {
+      (at / "params.group_size")
+          .fail(std::string("does not apply to ") + format_traits(out.format).spec_name +
+                " (groups take Q/DQ formats with per-channel parameters: Int8Spec, Int4Spec, UInt4Spec, ...)");
     }
   }
   // insert_qdq quantizes such a spec per tensor: say so rather than drop the request silently.

@@ -25,7 +25,12 @@ struct PresetRow {
   // extra_options.OrtCpuFusion; its preset also quantizes the op types ONNX Runtime's CPU
   // fusions turn into integer kernels beyond the default table (kOrtCpuOpTypes).
   bool ort_cpu_fusion = false;
+  int64_t weight_group_size = 0;  // block-wise weights: one scale per this many along the reduction axis
 };
+
+// INT4 weights in blocks of 32 along the reduction axis, the block size ONNX Runtime's
+// MatMulNBits and most INT4 LLM recipes use.
+constexpr int64_t kInt4GroupSize = 32;
 
 // Div (by a constant: it becomes QLinearMul) and Concat (QLinearConcat).
 constexpr const char* kOrtCpuOpTypes[] = {"Div", "Concat"};
@@ -73,6 +78,16 @@ constexpr PresetRow kPresets[] = {
   {"BF16_BFP16",  kBFloat16, true, kBfp16,  false, kBFloat16, kMinMax},
   {"BF16_MXINT8", kBFloat16, true, kMxInt8, false, kBFloat16, kMinMax},
   {"MX9_INT8",    kMx9,      true, kInt8,   true,  kFloat32,  kMinMax},
+  // FP8 (OCP E4M3FN / E5M2) Q/DQ: per-tensor activations at scale amax / 448 (57344), weights
+  // per output channel, bias float (an FP8 product accumulates in float). ONNX Runtime's
+  // float8 QuantizeLinear (opset 19).
+  {"FP8E4M3",   kFp8E4M3,   true, kFp8E4M3,   true, kFloat32, kMinMax},
+  {"FP8E5M2",   kFp8E5M2,   true, kFp8E5M2,   true, kFloat32, kMinMax},
+  // INT4 weights in blocks of 32 (opset 21 blocked DequantizeLinear) under int8 / int16
+  // activations; the bias stays float (a block-wise weight has several scales per output
+  // channel, so no int32 bias scale exists).
+  {"A8W4",      kInt8,      true, kInt4,      false, kFloat32, kMinMax, false, kInt4GroupSize},
+  {"A16W4",     kInt16,     true, kInt4,      false, kFloat32, kMinMax, false, kInt4GroupSize},
 };
 // clang-format on
 
@@ -124,13 +139,15 @@ std::optional<QuantConfig> preset_config(const std::string& name) {
   QuantConfig config;
   config.global.input_tensors = TensorQuantSpec{.format = row->activations};
   config.global.weight = TensorQuantSpec{.format = row->weights, .per_channel = row->weight_per_channel};
+  if (row->weight_group_size > 0) config.global.weight->group_size = row->weight_group_size;
   // A float bias is said by leaving it out.
   if (row->bias && *row->bias != kFloat32) config.global.bias = TensorQuantSpec{.format = *row->bias};
   config.extra.activation_symmetric = row->activation_symmetric;
   config.extra.int32_bias = !row->bias;
   config.extra.calib_method = row->calib_method;
   config.extra.ort_cpu_fusion = row->ort_cpu_fusion;
-  config.extra.fold_conv_affine = row->weight_per_channel;  // see ExtraOptions::fold_conv_affine
+  // See ExtraOptions::fold_conv_affine; blocks are finer than channels.
+  config.extra.fold_conv_affine = row->weight_per_channel || row->weight_group_size > 0;
   if (row->ort_cpu_fusion) {
     config.extra.op_types_to_quantize = default_op_types_to_quantize();
     config.extra.op_types_to_quantize.insert(config.extra.op_types_to_quantize.end(), std::begin(kOrtCpuOpTypes),

@@ -20,10 +20,11 @@
 //   MXFP8/6/4); an Int32 bias is Int32Bias (the bias left unset). A scale type absent is
 //   Float32, a granularity absent Tensor (Olive leaves them out). Conflicts (PowerOf2 with
 //   UInt16 or asymmetric, Channel on XInt8Spec, a float or a block format) and what mixprec
-//   cannot express yet (Int4, UInt4, UInt32, Int32 outside a bias, ScaleType.Int16,
-//   QuantGranularity.Group, LayerwisePercentile, Distribution) are errors naming the key and
-//   what is supported.
-// - quant_granularity Channel -> params.per_channel (along the op's weight channel axis).
+//   cannot express yet (UInt32, Int32 outside a bias, ScaleType.Int16, LayerwisePercentile,
+//   Distribution) are errors naming the key and what is supported.
+// - quant_granularity Channel -> params.per_channel (along the op's weight channel axis);
+//   Group (weights) -> params.group_size 32 (quark::kGroupSize, with a warning: Quark's shape
+//   has no size), written back as Group only for that size. Int4/UInt4 -> Int4Spec/UInt4Spec.
 // - calibration_method + scale_type -> calib_method (MinMax + PowerOf2 = PowerOfTwo_NonOverflow
 //   and MinMSE + PowerOf2 = PowerOfTwo_MinMSE, as Quark maps them); symmetric -> symmetric.
 //   Either is left unset when it is what the spec inherits (extra_options.CalibMethod as Quark
@@ -193,8 +194,17 @@ std::optional<TensorQuantSpec> to_spec(const QuarkTensor& tensor, const Where& a
       (at / "quant_granularity").fail(std::string("Channel conflicts with ") + traits.spec_name + ", which takes one scale per tensor");
     }
     spec.per_channel = true;
+  } else if (tensor.granularity == Granularity::kGroup) {
+    if (role != Role::kWeight) (at / "quant_granularity").fail("Group applies to weights only (groups along the reduction axis)");
+    if (!traits.is_qdq || !traits.per_channel_allowed) {
+      (at / "quant_granularity").fail(std::string("Group conflicts with ") + traits.spec_name + ", which takes one scale per tensor");
+    }
+    spec.group_size = quark::kGroupSize;
+    (at / "quant_granularity")
+        .warn("Group: Quark's QConfig names no group size; mixprec uses groups of " + std::to_string(quark::kGroupSize) +
+              " along the reduction axis (mixprec's config shape can say params.group_size)");
   }
-  if (!traits.is_integer) {
+  if (!traits.is_qdq) {
     const std::string unused = std::string("has no effect on ") + data_type.name +
                                (traits.is_block ? " (a block format, not calibrated)" : " (a cast, not calibrated)");
     if (tensor.symmetric == false) (at / "symmetric").warn(unused);
@@ -486,7 +496,7 @@ Json tensor_to_json(const TensorQuantSpec& spec, const Where& at, Role role, con
   const ScaleType scale = traits.power_of_two_scale ? ScaleType::kPowerOf2 : ScaleType::kFloat32;
   bool symmetric = true;
   Method method = Method::kMinMax;  // a cast's: Quark's BFloat16Spec and Float16 defaults
-  if (traits.is_integer) {
+  if (traits.is_qdq) {
     symmetric = traits.power_of_two_scale || spec.symmetric.value_or(inherited_symmetric(role, extra));
     const CalibMethod calib_method = spec.calib_method.value_or(extra.calib_method);
     method = quark::method_of(calib_method);
@@ -498,7 +508,13 @@ Json tensor_to_json(const TensorQuantSpec& spec, const Where& at, Role role, con
                         calib_method_traits(*read_back).name);
     }
   }
-  const Granularity granularity = spec.per_channel && traits.per_channel_allowed ? Granularity::kChannel : Granularity::kTensor;
+  if (spec.group_size && *spec.group_size != quark::kGroupSize) {
+    no_equivalent(at / "params.group_size", "Quark's QuantGranularity.Group names no size; only groups of " +
+                                                std::to_string(quark::kGroupSize) + " read back as themselves");
+  }
+  const Granularity granularity = spec.group_size                                ? Granularity::kGroup
+                                  : spec.per_channel && traits.per_channel_allowed ? Granularity::kChannel
+                                                                                   : Granularity::kTensor;
   return {{"symmetric", symmetric},
           {"scale_type", quark::scale_types().spelled(scale)},
           {"calibration_method", quark::methods().spelled(method)},

@@ -32,9 +32,9 @@ constexpr DataTypeRow kDataTypes[] = {
   {"MXFP6E3M2",   kMxFp6E3M2,    std::nullopt},
   {"MXFP6E2M3",   kMxFp6E2M3,    std::nullopt},
   {"MXFP4E2M1",   kMxFp4E2M1,    std::nullopt},
-  // Not expressible yet: INT4 and 32-bit codes outside a bias.
-  {"Int4",        std::nullopt,  std::nullopt},
-  {"UInt4",       std::nullopt,  std::nullopt},
+  {"Int4",        kInt4,         std::nullopt},
+  {"UInt4",       kUInt4,        std::nullopt},
+  // Not expressible yet: 32-bit codes outside a bias.
   {"UInt32",      std::nullopt,  std::nullopt},
 };
 
@@ -56,7 +56,7 @@ constexpr EnumMember<Method> kMethods[] = {
 constexpr EnumMember<Granularity> kGranularities[] = {
   {Granularity::kTensor,  "Tensor",  true},
   {Granularity::kChannel, "Channel", true},
-  {Granularity::kGroup,   "Group",   false},
+  {Granularity::kGroup,   "Group",   true},
 };
 
 // Quark's method at a scale type -> mixprec's (quark/onnx/quantization/config/maps.py maps

@@ -33,6 +33,10 @@ std::string supported_data_types();
 enum class ScaleType { kFloat32, kPowerOf2, kInt16 };
 enum class Method { kMinMax, kMinMse, kPercentile, kEntropy, kLayerwisePercentile, kDistribution };
 enum class Granularity { kTensor, kChannel, kGroup };
+// Quark's QConfig names no group size: QuantGranularity.Group reads as groups of this many
+// weights (the block size of ONNX Runtime's MatMulNBits quantizer default), and only this size
+// is written back as Group.
+inline constexpr int64_t kGroupSize = 32;
 
 // One of Quark's enums: its class name and members, each supported by mixprec or not (yet).
 template <class E>

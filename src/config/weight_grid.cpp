@@ -9,11 +9,15 @@ WeightGrid weight_grid(const onnx::NodeProto& node, const TensorQuantSpec& spec,
                        const std::string& label) {
   const FormatTraits& traits = format_traits(spec.format);
   WeightGrid grid;
-  if (!traits.is_integer) return grid;
+  if (!traits.is_qdq) return grid;
   grid.symmetric = traits.power_of_two_scale || spec.symmetric.value_or(true);
   const ParamOptions options{.symmetric = grid.symmetric};
   const auto rank = static_cast<int64_t>(weight.shape().size());
-  if (spec.per_channel && traits.per_channel_allowed) {
+  if (spec.group_size && traits.per_channel_allowed) {
+    grid.axis = ir::weight_reduction_axis(node, rank);
+    grid.params = choose_weight_params(weight, spec.format, grid.axis,
+                                       {.symmetric = grid.symmetric, .block_size = *spec.group_size});
+  } else if (spec.per_channel && traits.per_channel_allowed) {
     const int64_t axis = spec.ch_axis.value_or(ir::weight_channel_axis(ir::op_traits(node), node, static_cast<int>(rank)));
     if (axis < 0 || axis >= rank) {
       throw_bad_input(label, "node '" + node.name() + "': weight channel axis " + std::to_string(axis) +

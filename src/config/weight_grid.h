@@ -16,13 +16,14 @@ namespace mixprec::config {
 
 struct WeightGrid {
   QuantParams params;     // empty for float formats
-  int64_t axis = -1;      // the spec's channel axis when it is per channel (params.axis), else -1
+  int64_t axis = -1;      // params.axis: the channel axis per channel, the reduction axis per group, else -1
   bool symmetric = true;  // power-of-two formats are always symmetric
 };
 
-// `weight` is `node`'s float weight and `spec` its integer or float spec: per channel along
-// spec.ch_axis (default: the op's output-channel axis) when the spec asks and the format allows
-// it, else per tensor; symmetric unless the spec says otherwise. kBadInput (naming `label` and
+// `weight` is `node`'s float weight and `spec` its integer or float spec: per group of
+// spec.group_size along the op's reduction axis (ir::weight_reduction_axis) when the spec sets
+// it, else per channel along spec.ch_axis (default: the op's output-channel axis) when the spec
+// asks and the format allows it, else per tensor; symmetric unless the spec says otherwise. kBadInput (naming `label` and
 // the node) when the axis is outside the weight's shape.
 WeightGrid weight_grid(const onnx::NodeProto& node, const TensorQuantSpec& spec, const Tensor& weight,
                        const std::string& label);

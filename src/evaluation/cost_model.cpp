@@ -92,7 +92,7 @@ std::vector<bool> CostModel::sides(const std::map<std::string, FormatId>& format
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
     if (const auto it = formats.find(node.name); it != formats.end()) {
-      integer[i] = format_traits(it->second).is_integer;
+      integer[i] = format_traits(it->second).is_qdq;
     } else if (node.layout_only && !node.inputs.empty() && node.inputs.front() >= 0) {
       integer[i] = integer[static_cast<size_t>(node.inputs.front())];  // moving values keeps their side
     }

@@ -27,8 +27,8 @@ bool is_one_of(const onnx::NodeProto& node, std::span<const std::string_view> op
          std::ranges::find(op_types, std::string_view(node.op_type())) != op_types.end();
 }
 
-bool is_integer(const std::optional<TensorQuantSpec>& spec) {
-  return spec && format_traits(spec->format).is_integer;
+bool is_qdq(const std::optional<TensorQuantSpec>& spec) {
+  return spec && format_traits(spec->format).is_qdq;
 }
 
 }  // namespace
@@ -42,7 +42,7 @@ std::set<std::string> tensors_read(const QuantConfig& config, const onnx::ModelP
   for (size_t site = 0; site < sites.size(); ++site) site_of.emplace(sites[site].ref, site);
   const auto integer_inputs = [&](const ir::GraphView& scope, size_t index) {
     const size_t site = site_of.at({&scope, index});
-    return !assignment[site].excluded && is_integer(assignment[site].config.input_tensors);
+    return !assignment[site].excluded && is_qdq(assignment[site].config.input_tensors);
   };
   std::set<std::string> read, constants;
   for (size_t site = 0; site < sites.size(); ++site) {
@@ -51,18 +51,18 @@ std::set<std::string> tensors_read(const QuantConfig& config, const onnx::ModelP
     if (node.op_type() == "Constant") constants.insert(node.output().begin(), node.output().end());
     if (assignment[site].excluded) continue;
     const LayerConfig& layer = assignment[site].config;
-    if (is_integer(layer.input_tensors)) {
+    if (is_qdq(layer.input_tensors)) {
       // Weights and biases are initializers; a computed one is quantized as an activation.
       for (const std::string& input : node.input()) {
         if (!input.empty() && scope.resolve_initializer(input) == nullptr) read.insert(input);
       }
     }
-    const bool fused_output = config.extra.ort_cpu_fusion && is_integer(layer.input_tensors);
-    if (!is_integer(layer.output_tensors) && !fused_output) continue;
+    const bool fused_output = config.extra.ort_cpu_fusion && is_qdq(layer.input_tensors);
+    if (!is_qdq(layer.output_tensors) && !fused_output) continue;
     for (const std::string& output : node.output()) {
       if (output.empty()) continue;
       const std::vector<size_t>& readers = scope.consumers(output);
-      if (!is_integer(layer.output_tensors) && readers.size() == 1 && is_one_of(scope.node(readers[0]), kGroupClosers) &&
+      if (!is_qdq(layer.output_tensors) && readers.size() == 1 && is_one_of(scope.node(readers[0]), kGroupClosers) &&
           !integer_inputs(scope, readers[0]) && scope.node(readers[0]).output_size() >= 1) {
         read.insert(scope.node(readers[0]).output(0));
         continue;

@@ -92,7 +92,7 @@ std::vector<std::string> Workbench::quantized_layers(const QuantConfig& config) 
   std::vector<std::string> layers;
   for (const auto& a : assign_layers(config, prepared_, setup_.model_path)) {
     const auto* spec = a.config.input_tensors ? &*a.config.input_tensors : nullptr;
-    if (!a.excluded && spec && (format_traits(spec->format).is_integer || format_traits(spec->format).is_block)) {
+    if (!a.excluded && spec && (format_traits(spec->format).is_qdq || format_traits(spec->format).is_block)) {
       layers.push_back(a.node_name);
     }
   }

@@ -23,7 +23,8 @@ constexpr FormatId kCpuFormats[] = {
     FormatId::kFloat32, FormatId::kXInt8,     FormatId::kInt8,      FormatId::kUInt8,     FormatId::kInt16,
     FormatId::kUInt16,  FormatId::kBFloat16,  FormatId::kFloat16,   FormatId::kBfp16,     FormatId::kMx4,
     FormatId::kMx6,     FormatId::kMx9,       FormatId::kMxInt8,    FormatId::kMxFp8E4M3, FormatId::kMxFp8E5M2,
-    FormatId::kMxFp6E3M2, FormatId::kMxFp6E2M3, FormatId::kMxFp4E2M1};
+    FormatId::kMxFp6E3M2, FormatId::kMxFp6E2M3, FormatId::kMxFp4E2M1, FormatId::kFp8E4M3,  FormatId::kFp8E5M2,
+    FormatId::kInt4,    FormatId::kUInt4};
 
 // Throughputs are nominal figures, not measurements:
 // - NPU rows follow the AIE-ML tile: 256 int8 MACs/cycle vs 128 bf16 (2.0), int16 at half the
@@ -32,7 +33,9 @@ constexpr FormatId kCpuFormats[] = {
 // - The CPU row takes fp32 as its native rate: int8 kernels (VNNI-style dot products) about
 //   twice it, int16 about fp32 (ONNX Runtime runs int16 QDQ through float kernels), bf16 and
 //   fp16 emulated through fp32 with conversions (0.5), block formats as fp32 kernels behind a
-//   block rounding node (0.8).
+//   block rounding node (0.8), FP8 and INT4 Q/DQ as fp32 kernels behind a DequantizeLinear
+//   (ONNX Runtime's CPU provider has no FP8 or QDQ-INT4 compute kernels): 1.0. The NPUs run
+//   neither (0).
 // Boundary cost, per element converted between INT8 and float, in BF16-MAC equivalents:
 // - NPU rows, nominal: the AIE-ML vector unit converts ~32 elements per cycle where the array
 //   does 128 bf16 MACs (4), and a boundary is also a round trip of the tensor through memory
@@ -43,13 +46,13 @@ constexpr FormatId kCpuFormats[] = {
 //   2-core machine): 4.
 const DeviceProfile kDeviceTable[] = {
     // name   description
-    //        formats      pow2   throughput {int8, int16, bf16, fp16, fp32, block}
+    //        formats      pow2   throughput {int8, int16, bf16, fp16, fp32, block, fp8, int4}
     {"stx", "AMD Strix NPU (XDNA 2): BF16, INT8 and mixed BF16/INT8; INT8 needs power-of-two scales",
-     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25, 0.0}, 8.0},
+     kStxFormats, true, {2.0, 0.5, 1.0, 0.0, 0.25, 0.0, 0.0, 0.0}, 8.0},
     {"ve2", "AMD Versal AI Edge gen 2: BF16, FP16, INT8 and mixes; INT8 needs power-of-two scales",
-     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25, 0.0}, 8.0},
-    {"cpu", "ONNX Runtime CPU provider: every format (int8, int16, bf16, fp16, fp32, BFP16, MX*)",
-     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0, 0.8}, 4.0},
+     kVe2Formats, true, {2.0, 0.5, 1.0, 1.0, 0.25, 0.0, 0.0, 0.0}, 8.0},
+    {"cpu", "ONNX Runtime CPU provider: every format (int8, int16, bf16, fp16, fp32, BFP16, MX*, FP8, INT4)",
+     kCpuFormats, false, {2.0, 1.0, 0.5, 0.5, 1.0, 0.8, 1.0, 1.0}, 4.0},
 };
 
 // The format name as users write it in messages: "fp16" -> "FP16".
@@ -106,7 +109,7 @@ std::optional<std::string> device_rejects(const DeviceProfile& device, std::span
 
 bool device_needs_power_of_two(const DeviceProfile& device, FormatId format) {
   const FormatTraits& traits = format_traits(format);
-  return traits.power_of_two_scale || (traits.is_integer && device.requires_power_of_two);
+  return traits.power_of_two_scale || (traits.is_qdq && device.requires_power_of_two);
 }
 
 double relative_speed(const DeviceProfile& device, FormatId format) {
@@ -137,6 +140,12 @@ double relative_speed(const DeviceProfile& device, FormatId format) {
     case FormatId::kMxFp6E2M3:
     case FormatId::kMxFp4E2M1:
       return speed.block;
+    case FormatId::kFp8E4M3:
+    case FormatId::kFp8E5M2:
+      return speed.fp8;
+    case FormatId::kInt4:
+    case FormatId::kUInt4:
+      return speed.int4;
   }
   throw Error(ErrorKind::kInternal, "", "relative_speed: unknown FormatId");
 }

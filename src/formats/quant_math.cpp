@@ -32,19 +32,40 @@ double round_up_to_power_of_two(double scale) {
   return mantissa == 0.5 ? scale : std::ldexp(1.0, exponent);
 }
 
-// Which channel an element of a row-major tensor belongs to, for one scale per slice along
-// `axis` (axis -1: a single channel).
-struct ChannelLayout {
-  size_t channels = 1;
-  size_t inner = 1;  // elements per step of the axis: product of the dims after it
-  size_t channel_of(size_t element) const { return (element / inner) % channels; }
+// Which parameter an element of a row-major tensor uses: one for the tensor (axis -1), one per
+// slice along `axis` (block 0), or one per block of `block` elements along `axis`, the
+// parameters laid out row-major over the blocked shape (param_shape()).
+struct ParamLayout {
+  size_t count = 1;   // parameters
+  size_t inner = 1;   // elements per step of the axis: product of the dims after it
+  size_t length = 1;  // the axis' length
+  size_t block = 0;   // elements per block along the axis; 0 = per channel
+  size_t blocks = 1;  // blocks per line along the axis
+  bool per_tensor = true;
+  size_t index_of(size_t element) const {
+    if (per_tensor) return 0;
+    const size_t along = (element / inner) % length;
+    if (block == 0) return along;
+    const size_t outer = element / (inner * length);
+    return (outer * blocks + along / block) * inner + element % inner;
+  }
 };
 
-ChannelLayout channel_layout(const Shape& shape, int64_t axis) {
-  ChannelLayout layout;
+ParamLayout param_layout(const Shape& shape, int64_t axis, int64_t block_size) {
+  ParamLayout layout;
   if (axis < 0) return layout;
-  layout.channels = static_cast<size_t>(shape[static_cast<size_t>(axis)]);
+  layout.per_tensor = false;
+  layout.length = static_cast<size_t>(shape[static_cast<size_t>(axis)]);
   for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) layout.inner *= static_cast<size_t>(shape[d]);
+  if (block_size <= 0) {
+    layout.count = layout.length;
+    return layout;
+  }
+  layout.block = static_cast<size_t>(block_size);
+  layout.blocks = (layout.length + layout.block - 1) / layout.block;
+  size_t outer = 1;
+  for (size_t d = 0; d < static_cast<size_t>(axis); ++d) outer *= static_cast<size_t>(shape[d]);
+  layout.count = outer * layout.blocks * layout.inner;
   return layout;
 }
 
@@ -66,9 +87,20 @@ int64_t symmetric_qmax(FormatId format) {
   return traits.qmin < 0 ? traits.qmax : (traits.qmax - traits.qmin) / 2;
 }
 
-QuantParams choose_params(FormatId format, float rmin, float rmax, const ParamOptions& options) {
+Shape param_shape(const QuantParams& params, const Shape& shape) {
+  if (params.axis < 0) return {};
+  if (params.block_size <= 0) return {static_cast<int64_t>(params.scale.size())};
+  Shape blocked = shape;
+  int64_t& dim = blocked[static_cast<size_t>(params.axis)];
+  dim = (dim + params.block_size - 1) / params.block_size;
+  return blocked;
+}
+
+QuantParams choose_params(FormatId format, float rmin, float rmax, const ParamOptions& given) {
   const FormatTraits& traits = format_traits(format);
-  if (!traits.is_integer) return {};
+  if (!traits.is_qdq) return {};
+  ParamOptions options = given;
+  options.symmetric = options.symmetric || !has_integer_codes(format);  // FP8's zero point is 0
   const double lo = std::min(finite_bound(rmin, std::numeric_limits<float>::lowest()), 0.0);
   const double hi = std::max(finite_bound(rmax, std::numeric_limits<float>::max()), 0.0);
   const auto qmin = static_cast<double>(traits.qmin);
@@ -98,7 +130,12 @@ Quantizer::Quantizer(FormatId format, float scale, int32_t zero_point)
       zero_point_(zero_point),
       qmin_(static_cast<float>(format_traits(format).qmin)),
       qmax_(static_cast<float>(format_traits(format).qmax)) {
-  assert(format_traits(format).is_integer);
+  assert(format_traits(format).is_qdq);
+  switch (format_traits(format).storage) {
+    case DType::kFloat8E4M3FN: fp8_ebits_ = 4, fp8_mbits_ = 3; break;
+    case DType::kFloat8E5M2: fp8_ebits_ = 5, fp8_mbits_ = 2; break;
+    default: break;
+  }
 }
 
 int32_t quantize_value(float x, float scale, int32_t zero_point, FormatId format) {
@@ -124,7 +161,7 @@ float fake_quantize_value(float x, const QuantParams& params, size_t channel, Fo
     fake_quantize_blocks(*block, values, std::vector<int64_t>{size}, 0, values);
     return values[0];
   }
-  if (!traits.is_integer) return cast_round_trip(x, traits.storage);
+  if (!traits.is_qdq) return cast_round_trip(x, traits.storage);
   assert(channel < params.scale.size() && channel < params.zero_point.size());
   return Quantizer(format, params.scale[channel], params.zero_point[channel]).fake_quantize(x);
 }
@@ -134,23 +171,47 @@ Tensor quantize_tensor(const Tensor& values, const QuantParams& params, FormatId
   assert(dtype_traits(values.dtype()).is_float);
   if (traits.is_block) throw_internal("quantize_tensor: block formats are rounded along an axis (block_formats.h)");
   std::vector<float> floats = values.to_floats();
-  if (!traits.is_integer) return Tensor::from_floats(traits.storage, values.shape(), floats);
+  if (!traits.is_qdq) return Tensor::from_floats(traits.storage, values.shape(), floats);
 
   const Shape& shape = values.shape();
   const bool axis_fits = params.axis < static_cast<int64_t>(shape.size());
-  const ChannelLayout layout = channel_layout(shape, axis_fits ? params.axis : -1);
-  if (!axis_fits || params.scale.size() != layout.channels || params.zero_point.size() != layout.channels) {
+  const ParamLayout layout = param_layout(shape, axis_fits ? params.axis : -1, params.block_size);
+  if (!axis_fits || params.scale.size() != layout.count || params.zero_point.size() != layout.count) {
     throw_internal("quantize_tensor: " + std::to_string(params.scale.size()) + " scales and " +
                    std::to_string(params.zero_point.size()) + " zero points along axis " +
-                   std::to_string(params.axis) + " do not fit a tensor of shape " + shape_to_string(shape));
+                   std::to_string(params.axis) + " (block size " + std::to_string(params.block_size) +
+                   ") do not fit a tensor of shape " + shape_to_string(shape));
   }
   std::vector<Quantizer> quantizers;
-  for (size_t c = 0; c < layout.channels; ++c) quantizers.emplace_back(format, params.scale[c], params.zero_point[c]);
-  for (size_t i = 0; i < floats.size(); ++i) {
-    floats[i] = static_cast<float>(quantizers[layout.channel_of(i)].quantize(floats[i]));
-  }
-  // The codes are integers inside the storage type's range, so this conversion is exact.
+  for (size_t c = 0; c < layout.count; ++c) quantizers.emplace_back(format, params.scale[c], params.zero_point[c]);
+  for (size_t i = 0; i < floats.size(); ++i) floats[i] = quantizers[layout.index_of(i)].code(floats[i]);
+  // The codes are on the storage type's grid (integers in its range, FP8 values), so this
+  // conversion is exact.
   return Tensor::from_floats(traits.storage, shape, floats);
+}
+
+Tensor dequantize_tensor(const Tensor& codes, const QuantParams& params) {
+  const Shape& shape = codes.shape();
+  if (params.axis >= static_cast<int64_t>(shape.size())) {
+    throw_bad_input("", "axis " + std::to_string(params.axis) + " is outside codes of shape " + shape_to_string(shape));
+  }
+  const ParamLayout layout = param_layout(shape, params.axis, params.block_size);
+  const bool zeros_fit = params.zero_point.empty() || params.zero_point.size() == layout.count;
+  if (params.scale.size() != layout.count || !zeros_fit) {
+    throw_bad_input("", std::to_string(params.scale.size()) + " scales and " + std::to_string(params.zero_point.size()) +
+                            " zero points for codes of shape " + shape_to_string(shape) + " along axis " +
+                            std::to_string(params.axis) + " (block size " + std::to_string(params.block_size) +
+                            ") that need " + std::to_string(layout.count));
+  }
+  const std::vector<float> q = codes.to_floats();
+  Tensor out(DType::kFloat32, shape);
+  std::span<float> values = out.as<float>();
+  for (size_t i = 0; i < q.size(); ++i) {
+    const size_t c = layout.index_of(i);
+    const float zero = params.zero_point.empty() ? 0.0f : static_cast<float>(params.zero_point[c]);
+    values[i] = (q[i] - zero) * params.scale[c];
+  }
+  return out;
 }
 
 QuantParams choose_weight_params(const Tensor& weight, FormatId format, int64_t axis, const ParamOptions& options) {
@@ -160,26 +221,30 @@ QuantParams choose_weight_params(const Tensor& weight, FormatId format, int64_t 
     throw_bad_input("", "channel axis " + std::to_string(axis) + " is out of range for a weight of shape " +
                             shape_to_string(shape));
   }
-  if (!traits.is_integer) return {};
+  if (!traits.is_qdq) return {};
   if (axis >= 0 && !traits.per_channel_allowed) {
     throw_bad_input("", std::string(traits.spec_name) + " is per tensor: it has no per-channel parameters");
   }
+  if (options.block_size < 0 || (options.block_size > 0 && axis < 0)) {
+    throw_bad_input("", "block size " + std::to_string(options.block_size) + " needs a positive size and an axis");
+  }
 
-  const ChannelLayout layout = channel_layout(shape, axis);
-  // +inf/-inf start values: a channel with no (non-NaN) element keeps lo > hi and is treated
-  // as all zeros below. NaN fails both comparisons, so it is skipped.
-  std::vector<float> lo(layout.channels, std::numeric_limits<float>::infinity());
-  std::vector<float> hi(layout.channels, -std::numeric_limits<float>::infinity());
+  const ParamLayout layout = param_layout(shape, axis, options.block_size);
+  // +inf/-inf start values: a channel (block) with no (non-NaN) element keeps lo > hi and is
+  // treated as all zeros below. NaN fails both comparisons, so it is skipped.
+  std::vector<float> lo(layout.count, std::numeric_limits<float>::infinity());
+  std::vector<float> hi(layout.count, -std::numeric_limits<float>::infinity());
   const std::vector<float> values = weight.to_floats();
   for (size_t i = 0; i < values.size(); ++i) {
-    const size_t c = layout.channel_of(i);
+    const size_t c = layout.index_of(i);
     if (values[i] < lo[c]) lo[c] = values[i];
     if (values[i] > hi[c]) hi[c] = values[i];
   }
 
   QuantParams params;
   params.axis = axis;
-  for (size_t c = 0; c < layout.channels; ++c) {
+  params.block_size = options.block_size;
+  for (size_t c = 0; c < layout.count; ++c) {
     const bool empty = lo[c] > hi[c];
     const QuantParams channel = choose_params(format, empty ? 0.0f : lo[c], empty ? 0.0f : hi[c], options);
     params.scale.push_back(channel.scale[0]);

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/graph_view.h"
+
 namespace mixprec::ir {
 namespace {
 
@@ -257,6 +259,16 @@ const OpTraits& op_traits(std::string_view domain, std::string_view op_type) {
 const OpTraits& op_traits(const onnx::NodeProto& node) { return op_traits(node.domain(), node.op_type()); }
 
 std::span<const OpTraits> op_traits_table() { return kOpTable; }
+
+int64_t weight_reduction_axis(const onnx::NodeProto& node, int64_t weight_rank) {
+  const std::string& op = node.op_type();
+  if (weight_rank < 2) return 0;
+  if (op == "ConvTranspose") return 0;
+  if (op == "MatMul") return weight_rank - 2;
+  if (op == "Gemm") return int_attribute(node, "transB").value_or(0) != 0 ? 1 : 0;
+  if (op == "LSTM" || op == "GRU" || op == "RNN") return weight_rank - 1;
+  return 1;
+}
 
 int64_t weight_channel_axis(const OpTraits& traits, const onnx::NodeProto& node, int weight_rank) {
   switch (traits.weight_axis) {

@@ -145,5 +145,9 @@ std::span<const OpTraits> op_traits_table();
 
 // The output-channel axis of `node`'s weight, which has `weight_rank` dims.
 int64_t weight_channel_axis(const OpTraits& traits, const onnx::NodeProto& node, int weight_rank);
+// The reduction (input-channel) axis of `node`'s weight of `weight_rank` dims, along which block
+// formats and block-wise parameters group elements: Conv's input channels (1), ConvTranspose's
+// (0), K of a MatMul/Gemm weight (by transB), the input axis of a recurrent weight (last).
+int64_t weight_reduction_axis(const onnx::NodeProto& node, int64_t weight_rank);
 
 }  // namespace mixprec::ir

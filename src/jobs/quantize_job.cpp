@@ -42,9 +42,9 @@ void refuse_overwriting_input(const std::string& input, const std::string& outpu
   fs::remove(probe, ec);
 }
 
-bool integer_activations(const NodeAssignment& a) {
+bool qdq_activations(const NodeAssignment& a) {
   for (const auto* spec : {&a.config.input_tensors, &a.config.output_tensors}) {
-    if (*spec && format_traits((*spec)->format).is_integer) return true;
+    if (*spec && format_traits((*spec)->format).is_qdq) return true;
   }
   return false;
 }
@@ -67,7 +67,9 @@ void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeRep
       ++report.nodes_fp16;
     } else if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) { return t.is_block && uses(t.id); })) {
       ++report.nodes_block;
-    } else if (integer_activations(a) || (c.weight && format_traits(c.weight->format).is_integer)) {
+    } else if (uses(FormatId::kFp8E4M3) || uses(FormatId::kFp8E5M2)) {
+      ++report.nodes_fp8;
+    } else if (qdq_activations(a) || (c.weight && format_traits(c.weight->format).is_qdq)) {
       ++report.nodes_integer;
     } else {
       ++report.nodes_float;
@@ -159,7 +161,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
 
   CalibrationStats stats;
   const bool needs_stats = std::any_of(assignment.begin(), assignment.end(), [](const NodeAssignment& a) {
-    return !a.excluded && integer_activations(a);
+    return !a.excluded && qdq_activations(a);
   });
   std::optional<onnx::ModelProto> calibration_graph;
   if (own_calibration_graph && needs_stats) calibration_graph = prepare_model(std::move(model), calibration, label);

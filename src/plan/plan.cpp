@@ -207,7 +207,7 @@ class Planner {
     if (params_.target == kNpuCnn) {
       const bool pow2_int8 =
           std::ranges::any_of(formats, [](FormatId f) { return format_traits(f).power_of_two_scale; }) &&
-          std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_integer; });
+          std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_qdq; });
       if (!pow2_int8) {
         gate("--preset " + plan_.preset, "npu_cnn runs int8 with power-of-two scales only (formats of " + plan_.preset +
                                              ": " + format_names(formats) + ")",
@@ -218,7 +218,7 @@ class Planner {
     if (const auto why = device_rejects(device, formats)) gate("--preset " + plan_.preset, *why, choice.preset);
     if (params_.target == kNpuTransformer) {
       for (FormatId f : formats) {
-        if (format_traits(f).is_integer && !format_traits(f).power_of_two_scale && device_needs_power_of_two(device, f)) {
+        if (format_traits(f).is_qdq && !format_traits(f).power_of_two_scale && device_needs_power_of_two(device, f)) {
           risk("medium", plan_.preset + " uses " + format_traits(f).name + " scales that are not powers of two; " +
                              device.name + " needs power-of-two int8 scales (XINT8)");
           break;
@@ -226,7 +226,7 @@ class Planner {
       }
     }
     if (params_.goal == kSpeed && plan_.device == "cpu" &&
-        std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_integer && f != FormatId::kFloat32; })) {
+        std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_qdq && f != FormatId::kFloat32; })) {
       risk("medium", plan_.preset + " on ONNX Runtime CPU runs as cast emulation around float kernels: slower than FP32");
     }
     decide("preset", plan_.preset + " (" + format_names(formats) + ")", reason);
@@ -241,7 +241,7 @@ class Planner {
                (*params_.calib_method == choice_->method ? "; also the plan's choice"
                                                          : "; the plan would choose " + method_name(choice_->method));
     }
-    const bool quantizes = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_integer; });
+    const bool quantizes = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_qdq; });
     if (params_.target == kNpuCnn && !calib_method_traits(plan_.calib_method).power_of_two) {
       const CalibMethod nearest = plan_.calib_method == kMinMax ? kPowerOfTwoNonOverflow : kPowerOfTwoMinMse;
       gate("--calib-method " + method_name(plan_.calib_method), "npu_cnn needs power-of-two scales from a PowerOfTwo_* method",

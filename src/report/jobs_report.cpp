@@ -32,7 +32,8 @@ std::string quantize_text(const QuantizeReport& r) {
   std::ostringstream out;
   out << "model        " << r.output_path << "\n"
       << "config       " << r.config_path << "\n"
-      << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, " << r.nodes_bf16 << " bf16, "
+      << "nodes        " << r.nodes << ": " << r.nodes_integer << " integer, "
+      << (r.nodes_fp8 ? std::to_string(r.nodes_fp8) + " fp8, " : "") << r.nodes_bf16 << " bf16, "
       << r.nodes_fp16 << " fp16, " << (r.nodes_block ? std::to_string(r.nodes_block) + " block (BFP/MX), " : "")
       << r.nodes_float << " float\n"
       << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs << " cast pairs, "

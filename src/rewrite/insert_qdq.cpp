@@ -108,7 +108,7 @@ class Inserter {
     if (scope_.empty()) return true;
     const ir::OpTraits& traits = ir::op_traits(node);
     const auto integer = [](const std::optional<TensorQuantSpec>& spec) {
-      return spec && format_traits(spec->format).is_integer;
+      return spec && format_traits(spec->format).is_qdq;
     };
     std::vector<std::string> missing;
     for (int i = 0; i < node.input_size() && integer(config.input_tensors); ++i) {
@@ -137,7 +137,7 @@ class Inserter {
     std::optional<ResolvedSpec> input_spec, weight_spec;
     bool any_integer = false, any_bf16 = false, any_fp16 = false, any_block = false;
     auto note_format = [&](FormatId f) {
-      any_integer = any_integer || format_traits(f).is_integer;
+      any_integer = any_integer || format_traits(f).is_qdq;
       any_block = any_block || format_traits(f).is_block;
       any_bf16 = any_bf16 || f == FormatId::kBFloat16;
       any_fp16 = any_fp16 || f == FormatId::kFloat16;
@@ -164,12 +164,15 @@ class Inserter {
         if (extra_weight(i)) weight_operand(node, i, *config.weight);  // the grid's axis follows each one's rank
       }
     }
-    // Int32Bias applies whenever input and weight are integer, whatever the bias spec says
-    // (as in Quark); otherwise the bias spec decides.
-    // (Not a recurrent op's: its bias is added to each gate in float, not to one accumulator.)
+    // Int32Bias applies whenever input and weight have integer codes and the weight one scale
+    // per output channel, whatever the bias spec says (as in Quark); otherwise the bias spec
+    // decides. (Not a recurrent op's: its bias is added to each gate in float, not to one
+    // accumulator; not FP8's, which accumulates in float; not a block-wise weight's, with
+    // several scales per output channel.)
     const bool int32_bias = options_.int32_bias && traits.extra_weight_inputs == 0 && input_spec &&
-                            input_spec->is_integer() && weight_spec &&
-                            weight_spec->is_integer() && input_spec->params.scale.size() == 1;
+                            has_integer_codes(input_spec->format) && weight_spec &&
+                            has_integer_codes(weight_spec->format) && weight_spec->params.block_size == 0 &&
+                            input_spec->params.scale.size() == 1;
     if (bias_index >= 0 && int32_bias) {
       int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
     } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32 &&
@@ -218,18 +221,6 @@ class Inserter {
     return 1;
   }
 
-  // The reduction axis of a weight of `rank` for `node`: Conv's input channels (1),
-  // ConvTranspose's (0), K of a MatMul/Gemm weight, the input axis of a recurrent weight (last).
-  static int64_t weight_block_axis(const onnx::NodeProto& node, int64_t rank) {
-    const std::string& op = node.op_type();
-    if (rank < 2) return 0;
-    if (op == "ConvTranspose") return 0;
-    if (op == "MatMul") return rank - 2;
-    if (op == "Gemm") return ir::int_attribute(node, "transB").value_or(0) != 0 ? 1 : 0;
-    if (op == "LSTM" || op == "GRU" || op == "RNN") return rank - 1;
-    return 1;
-  }
-
   // The name of `tensor` as seen through the pair for `spec`, inserting the pair once.
   std::string activation_pair(const std::string& tensor, const ResolvedSpec& spec) {
     const auto key = std::make_tuple(tensor, spec.format, spec.params.scale, spec.params.zero_point, spec.params.axis);
@@ -250,10 +241,10 @@ class Inserter {
     ResolvedSpec out{spec.format, {}};
     ++summary_.quantized_weights;
     if (const BlockFormat* block = block_format(spec.format)) {
-      node.set_input(index, stored_block_rounded(name, w, spec.format, *block, weight_block_axis(node, static_cast<int64_t>(w.shape().size()))));
+      node.set_input(index, stored_block_rounded(name, w, spec.format, *block, ir::weight_reduction_axis(node, static_cast<int64_t>(w.shape().size()))));
       return out;
     }
-    if (!format_traits(spec.format).is_integer) {
+    if (!format_traits(spec.format).is_qdq) {
       node.set_input(index, stored_low_precision(name, w, spec.format));
       return out;
     }
@@ -297,7 +288,7 @@ class Inserter {
     const std::string name = node.input(index);
     const Tensor b = tensor_from_proto(*specs_.initializer(name), label_);
     ++summary_.quantized_weights;
-    if (!format_traits(spec.format).is_integer) {
+    if (!format_traits(spec.format).is_qdq) {
       node.set_input(index, stored_low_precision(name, b, spec.format));
       return;
     }
@@ -308,18 +299,22 @@ class Inserter {
   std::string stored_codes(const std::string& name, const Tensor& codes, FormatId format, const QuantParams& params) {
     const std::string stored = pairs_.names().fresh(name + "_quantized");
     pairs_.add_initializer(tensor_to_proto(codes, stored));
-    const auto [scale, zero_point] = pairs_.add_params(name, format, params);
+    const auto [scale, zero_point] = pairs_.add_params(name, format, params, codes.shape());
     pairs_.need_opset(std::max(kOpsetPerTensorQdq, format_traits(format).min_opset));
-    return dequantize_node(stored, scale, zero_point, params.axis, name);
+    return dequantize_node(stored, scale, zero_point, params.axis, name, params.block_size);
   }
 
   std::string dequantize_node(const std::string& codes, const std::string& scale, const std::string& zero_point,
-                              int64_t axis, const std::string& base) {
+                              int64_t axis, const std::string& base, int64_t block_size = 0) {
     const std::string out = pairs_.names().fresh(base + "_dq");
     std::vector<onnx::AttributeProto> attributes;
     if (axis >= 0) {
       attributes.push_back(ir::make_int_attribute("axis", axis));
       pairs_.need_opset(kOpsetPerChannelQdq);
+    }
+    if (block_size > 0) {
+      attributes.push_back(ir::make_int_attribute("block_size", block_size));
+      pairs_.need_opset(kOpsetBlockedQdq);
     }
     *graph_.add_node() = ir::make_node({.op_type = "DequantizeLinear",
                                         .name = pairs_.names().fresh(base + "_DequantizeLinear"),

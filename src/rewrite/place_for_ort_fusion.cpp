@@ -177,7 +177,7 @@ class Matcher {
   const LayerConfig* integer_config(size_t index) const {
     const NodeAssignment* a = assignment_of(index);
     if (a == nullptr || a->excluded || !a->config.input_tensors) return nullptr;
-    return format_traits(a->config.input_tensors->format).is_integer ? &a->config : nullptr;
+    return format_traits(a->config.input_tensors->format).is_qdq ? &a->config : nullptr;
   }
   std::optional<size_t> producer(const std::string& tensor) const {
     const auto it = producers_.find(tensor);
@@ -341,7 +341,7 @@ bool Matcher::multiplies_by_positive_scalar(const MatchState& state, Site& site)
   const auto placed = state.placed.find(x);
   const bool shared = placed != state.placed.end() && placed->second.format == site.config->input_tensors->format;
   const ResolvedSpec spec = shared ? placed->second : specs_.resolve(x, *site.config->input_tensors);
-  if (!spec.is_integer() || spec.params.scale.size() != 1) return false;
+  if (!spec.is_qdq() || spec.params.scale.size() != 1) return false;
   const std::string& read = n.input(1 - constant);
   if (!shared && inserted_integer_pair(read) == nullptr) return false;
   site.dq = shared ? x : read;

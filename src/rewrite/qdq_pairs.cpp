@@ -19,6 +19,13 @@ void store_code(Tensor& t, size_t i, int32_t value) {
     case DType::kInt16: t.as<int16_t>()[i] = static_cast<int16_t>(value); break;
     case DType::kUInt16: t.as<uint16_t>()[i] = static_cast<uint16_t>(value); break;
     case DType::kInt32: t.as<int32_t>()[i] = value; break;
+    case DType::kInt4: t.as<int8_t>()[i] = static_cast<int8_t>(value); break;
+    case DType::kUInt4: t.as<uint8_t>()[i] = static_cast<uint8_t>(value); break;
+    // FP8 zero points are 0, the all-zero bit pattern a new tensor already holds.
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E5M2:
+      if (value != 0) throw Error(ErrorKind::kInternal, "", "an FP8 zero point must be 0");
+      break;
     default: throw Error(ErrorKind::kInternal, "", "zero point of a non-integer type");
   }
 }
@@ -47,7 +54,7 @@ ActivationSpecs::ActivationSpecs(const onnx::GraphProto& body, const ActivationS
       outer_(&outer), model_(outer.model_) {}
 
 ResolvedSpec ActivationSpecs::resolve(const std::string& tensor, const TensorQuantSpec& spec) const {
-  if (!format_traits(spec.format).is_integer) return {spec.format, {}};
+  if (!format_traits(spec.format).is_qdq) return {spec.format, {}};
   if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) {
     return resolve_stats(it->second, spec, model_->bounded.contains(tensor));
   }
@@ -71,7 +78,11 @@ ResolvedSpec ActivationSpecs::resolve_values(std::span<const float> values, cons
 ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded) const {
   ResolvedSpec out{spec.format, {}};
   const FormatTraits& traits = format_traits(spec.format);
-  if (!traits.is_integer) return out;
+  if (!traits.is_qdq) return out;
+  if (spec.group_size) {
+    throw_bad_input(label_, "params.group_size is a weight option: an activation's " + std::string(traits.spec_name) +
+                                " has one scale per tensor");
+  }
   const bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(options_.activation_symmetric);
   const CalibMethod method = spec.calib_method.value_or(options_.calib_method);
   RangeOptions range_options = options_.range;
@@ -126,7 +137,7 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
     ++summary_.block_ops;
     return "";
   }
-  if (!spec.is_integer()) {
+  if (!spec.is_qdq()) {
     const std::string low = names().fresh(in + cast_suffix(spec.format) + "_low");
     nodes.push_back(cast_node(in, low, dtype_to_onnx(format_traits(spec.format).storage)));
     nodes.push_back(cast_node(low, out, onnx::TensorProto::FLOAT));
@@ -151,7 +162,7 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
 
 std::string PairWriter::pair_output_name(const std::string& tensor, const ResolvedSpec& spec) {
   if (format_traits(spec.format).is_block) return names().fresh(tensor + "_" + format_traits(spec.format).name + "_fq");
-  return names().fresh(tensor + (spec.is_integer() ? "_dq" : cast_suffix(spec.format)));
+  return names().fresh(tensor + (spec.is_qdq() ? "_dq" : cast_suffix(spec.format)));
 }
 
 onnx::NodeProto block_node(const std::string& in, const std::string& out, const BlockFormat& block, int64_t axis,
@@ -187,8 +198,8 @@ onnx::NodeProto block_node(const std::string& in, const std::string& out, const 
 }
 
 std::pair<std::string, std::string> PairWriter::add_params(const std::string& base, FormatId format,
-                                                           const QuantParams& params) {
-  const Shape shape = params.axis >= 0 ? Shape{static_cast<int64_t>(params.scale.size())} : Shape{};
+                                                           const QuantParams& params, const Shape& tensor_shape) {
+  const Shape shape = param_shape(params, tensor_shape);
   const std::string scale = names().fresh(base + "_scale");
   add_initializer(tensor_to_proto(Tensor::from_floats(shape, params.scale), scale));
   Tensor zp(format_traits(format).storage, shape);

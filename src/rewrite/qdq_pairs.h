@@ -32,6 +32,7 @@ namespace mixprec::rewrite {
 // Opsets the inserted nodes need (ONNX operator changelog).
 inline constexpr int64_t kOpsetPerTensorQdq = 10;
 inline constexpr int64_t kOpsetPerChannelQdq = 13;  // DequantizeLinear `axis`
+inline constexpr int64_t kOpsetBlockedQdq = 21;     // DequantizeLinear `block_size`
 inline constexpr int64_t kOpsetBFloat16Cast = 13;   // Cast to/from bfloat16
 inline constexpr int64_t kOpsetFloat16Cast = 6;
 // Quark's operators for the block formats (runtime/quark_ops.h runs them), opset version 1.
@@ -43,7 +44,7 @@ struct ResolvedSpec {
   FormatId format = FormatId::kFloat32;
   QuantParams params;  // integer formats; the axis alone for block formats
 
-  bool is_integer() const { return format_traits(format).is_integer; }
+  bool is_qdq() const { return format_traits(format).is_qdq; }
 };
 
 // The activation side of a graph as a pass sees it when it starts. Borrows its arguments.
@@ -110,8 +111,9 @@ class PairWriter {
   // A fresh name for the output of a pair on `tensor`: "<tensor>_dq", "<tensor>_bf16", ...
   std::string pair_output_name(const std::string& tensor, const ResolvedSpec& spec);
   // Scale and zero-point initializers "<base>_scale", "<base>_zero_point" (scalars per tensor,
-  // 1-D per channel); returns their names.
-  std::pair<std::string, std::string> add_params(const std::string& base, FormatId format, const QuantParams& params);
+  // 1-D per channel, the blocked shape of `tensor_shape` per block); returns their names.
+  std::pair<std::string, std::string> add_params(const std::string& base, FormatId format, const QuantParams& params,
+                                                 const Shape& tensor_shape = {});
   onnx::NodeProto cast_node(const std::string& in, const std::string& out, int32_t to);
 
   void add_initializer(onnx::TensorProto tensor) { new_initializers_.push_back(std::move(tensor)); }

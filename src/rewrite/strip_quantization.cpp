@@ -67,28 +67,6 @@ bool is_low_float(int32_t type) { return type == onnx::TensorProto::BFLOAT16 || 
 
 int64_t cast_to(const onnx::NodeProto& node) { return ir::int_attribute(node, "to").value_or(0); }
 
-// Dequantizes constant codes: (q - zp) * scale, per tensor or along `axis`.
-Tensor dequantize_constant(const Tensor& codes, const Tensor& scale, const std::optional<Tensor>& zero_point,
-                           int64_t axis) {
-  const std::vector<float> q = codes.to_floats();
-  const std::vector<float> s = scale.to_floats();
-  const std::vector<float> z = zero_point ? zero_point->to_floats() : std::vector<float>(s.size(), 0.0f);
-  Tensor out(DType::kFloat32, codes.shape());
-  auto values = out.as<float>();
-  size_t inner = 1, channels = 1;
-  if (s.size() > 1) {
-    const size_t rank = codes.shape().size();
-    const size_t a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis);
-    channels = static_cast<size_t>(codes.shape()[a]);
-    for (size_t d = a + 1; d < rank; ++d) inner *= static_cast<size_t>(codes.shape()[d]);
-  }
-  for (size_t i = 0; i < q.size(); ++i) {
-    const size_t c = s.size() > 1 ? (i / inner) % channels : 0;
-    values[i] = (q[i] - z[c]) * s[c];
-  }
-  return out;
-}
-
 // Strips one graph: `view` indexes it as it was, `graph` is the copy that is edited (its nodes
 // in the view's order until run() removes some). Bodies are stripped first, each on its own.
 class Stripper {
@@ -209,9 +187,30 @@ class Stripper {
       if (!zp) return false;
       zero_point = tensor_from_proto(*zp, label_);
     }
-    const int64_t axis = ir::int_attribute(node, "axis").value_or(1);
-    const Tensor values = dequantize_constant(tensor_from_proto(*codes, label_), tensor_from_proto(*scale, label_),
-                                              zero_point, axis);
+    // (q - zp) * scale per tensor, along `axis` (default 1), or per block of `block_size` along it.
+    const Tensor q = tensor_from_proto(*codes, label_);
+    QuantParams params;
+    params.scale = tensor_from_proto(*scale, label_).to_floats();
+    if (zero_point) {
+      for (float z : zero_point->to_floats()) params.zero_point.push_back(static_cast<int32_t>(z));
+    }
+    const int64_t block_size = ir::int_attribute(node, "block_size").value_or(0);
+    if (params.scale.size() != 1 || scale->dims_size() > 1 || block_size != 0) {  // else per tensor
+      const auto rank = static_cast<int64_t>(q.shape().size());
+      const int64_t axis = ir::int_attribute(node, "axis").value_or(1);
+      params.axis = axis < 0 ? axis + rank : axis;
+      params.block_size = block_size;
+      if (params.axis < 0 || params.axis >= rank) {
+        throw_bad_input(label_, node.op_type() + " '" + node.name() + "': axis " + std::to_string(axis) +
+                                    " is outside its codes' shape " + shape_to_string(q.shape()));
+      }
+    }
+    Tensor values;
+    try {
+      values = dequantize_tensor(q, params);
+    } catch (const Error& error) {
+      throw_bad_input(label_, node.op_type() + " '" + node.name() + "': " + error.message());
+    }
     folded_.push_back(tensor_to_proto(values, node.output(0)));
     drop_.insert(i);
     ++summary_.folded_initializers;

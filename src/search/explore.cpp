@@ -237,7 +237,7 @@ class Explorer : public search::SearchObserver {
     }
     const auto lift = preset_config(options_.lift);
     const bool float_lift =
-        lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_integer;
+        lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_qdq;
     if (!float_lift) {
       throw_bad_input("", "cannot lift layers to '" + options_.lift +
                               "' (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...)");

@@ -67,12 +67,12 @@ LatencyStats time_runs(const Session& session, const NamedTensors& sample, size_
 
 bool integer_only(const QuantConfig& config) {
   const auto formats = formats_used(config);
-  return !formats.empty() && std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_integer; });
+  return !formats.empty() && std::ranges::all_of(formats, [](FormatId f) { return format_traits(f).is_qdq; });
 }
 bool mixed(const QuantConfig& config) {
   const auto formats = formats_used(config);
-  return std::ranges::any_of(formats, [](FormatId f) { return format_traits(f).is_integer; }) &&
-         std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_integer; });
+  return std::ranges::any_of(formats, [](FormatId f) { return format_traits(f).is_qdq; }) &&
+         std::ranges::any_of(formats, [](FormatId f) { return !format_traits(f).is_qdq; });
 }
 
 class Guide {

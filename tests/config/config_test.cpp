@@ -293,14 +293,14 @@ TEST(ConfigJsonTest, UnknownKeysAndOptionsWarnAndAreKeptOnSave) {
 }
 
 TEST_F(ConfigFileTest, UnknownSpecInAFileNamesTheFile) {
-  const std::string file = write("bad.json", R"({"global_config": {"weight": {"spec": "Int4Spec", "params": {}}}})");
+  const std::string file = write("bad.json", R"({"global_config": {"weight": {"spec": "Int2Spec", "params": {}}}})");
   try {
     load_config(file);
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::kBadInput);
     EXPECT_EQ(error.file(), file);
-    EXPECT_PRED2(contains, error.what(), file + ": global_config.weight.spec names an unknown spec \"Int4Spec\"");
+    EXPECT_PRED2(contains, error.what(), file + ": global_config.weight.spec names an unknown spec \"Int2Spec\"");
   }
 }
 

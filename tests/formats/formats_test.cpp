@@ -23,7 +23,7 @@ TEST(FormatTable, RowsFollowTheEnumAndNamesRoundTrip) {
     EXPECT_EQ(format_from_name(traits.name), traits.id);
     EXPECT_EQ(format_from_name(traits.spec_name), traits.id);
     // Float formats carry no code range; integer ones a non-empty one.
-    EXPECT_EQ(traits.is_integer, traits.qmin < traits.qmax) << traits.name;
+    EXPECT_EQ(traits.is_qdq, traits.qmin < traits.qmax) << traits.name;
     // Block formats, and only they, have block parameters, valid ones.
     const BlockFormat* block = block_format(traits.id);
     EXPECT_EQ(block != nullptr, traits.is_block) << traits.name;
@@ -31,13 +31,14 @@ TEST(FormatTable, RowsFollowTheEnumAndNamesRoundTrip) {
       EXPECT_EQ(block->mx ? check_spec(block->mx_spec) : check_spec(block->bfp), "") << traits.name;
     }
   }
-  EXPECT_EQ(index, 18u);
+  EXPECT_EQ(index, 22u);
   EXPECT_EQ(format_from_name("MX9Spec"), FormatId::kMx9);
   EXPECT_EQ(block_format(FormatId::kMx9)->bfp.bit_width, 16);
   EXPECT_EQ(format_from_name("Int8Spec"), FormatId::kInt8);
   EXPECT_EQ(format_from_name("bf16"), FormatId::kBFloat16);
   EXPECT_EQ(format_from_name("int8spec"), std::nullopt);  // case-sensitive
-  EXPECT_EQ(format_from_name("Int4Spec"), std::nullopt);
+  EXPECT_EQ(format_from_name("Int4Spec"), FormatId::kInt4);
+  EXPECT_EQ(format_from_name("Int2Spec"), std::nullopt);
 }
 
 TEST(FormatTable, RowsMatchTheSpec) {
@@ -60,7 +61,7 @@ TEST(FormatTable, RowsMatchTheSpec) {
   EXPECT_EQ(format_traits(FormatId::kUInt16).qmax, 65535);
 
   for (FormatId id : {FormatId::kBFloat16, FormatId::kFloat16}) {
-    EXPECT_FALSE(format_traits(id).is_integer);
+    EXPECT_FALSE(format_traits(id).is_qdq);
     EXPECT_EQ(format_traits(id).min_opset, 0);
   }
   EXPECT_EQ(format_traits(FormatId::kBFloat16).storage, DType::kBFloat16);

@@ -298,7 +298,7 @@ TEST(SubgraphQuantization, ScanBodyIsCalibratedPerStepAndQuantized) {
   const Samples calibration(samples);
   const Quantized q = quantize_with(scan_model(), "A8W8", calibration);
   EXPECT_TRUE(q.summary.unobserved.empty());
-  EXPECT_TRUE(format_traits(assigned(q, "scan.body/fc").config.input_tensors->format).is_integer);
+  EXPECT_TRUE(format_traits(assigned(q, "scan.body/fc").config.input_tensors->format).is_qdq);
   EXPECT_EQ(q.summary.quantized_nodes, 2);  // fc and acc
   const auto ref = first_output(scan_model(), samples[1]);
   const auto got = first_output(q.model, samples[1]);
