@@ -111,7 +111,7 @@ constexpr size_t kClassInt8 = 0, kClassInt16 = 1, kClassBf16 = 2, kClassFp16 = 3
 
 size_t format_class(FormatId id) {
   const FormatTraits& traits = format_traits(id);
-  if (traits.is_qdq) {
+  if (has_integer_codes(id)) {  // int4 shows with int8; FP8 with the other formats
     const size_t bytes = dtype_traits(traits.storage).size;
     return bytes == 1 ? kClassInt8 : bytes == 2 ? kClassInt16 : kClassBlock;
   }

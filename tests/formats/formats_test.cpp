@@ -346,6 +346,79 @@ std::vector<int32_t> int32_values(const Tensor& tensor) {
   return {values.begin(), values.end()};
 }
 
+// FP8 E4M3: the symmetric scale maps amax onto 448; codes are x / scale on the FP8 grid.
+// 0.6 / 2 = 0.3 = 1.2 x 2^-2 -> 1.25 x 2^-2 = 0.3125 (3 mantissa bits), back 0.625.
+TEST(QuantFp8, ScaleMapsAmaxOnto448AndCodesRoundToTheFp8Grid) {
+  const QuantParams p = choose_params(FormatId::kFp8E4M3, -3.0f, 896.0f, {.symmetric = false});
+  EXPECT_EQ(p.scale, std::vector<float>{2.0f});
+  EXPECT_EQ(p.zero_point, std::vector<int32_t>{0});  // FP8 is symmetric whatever is asked
+  const Quantizer q(FormatId::kFp8E4M3, 2.0f, 0);
+  EXPECT_EQ(q.code(0.6f), 0.3125f);
+  EXPECT_EQ(q.fake_quantize(0.6f), 0.625f);
+  EXPECT_EQ(q.fake_quantize(1e9f), 896.0f);  // saturates at 448 x scale
+  EXPECT_EQ(q.fake_quantize(-std::numeric_limits<float>::infinity()), -896.0f);
+  EXPECT_TRUE(std::isnan(q.fake_quantize(std::nanf(""))));
+  EXPECT_EQ(Quantizer(FormatId::kFp8E5M2, 1.0f, 0).code(0.3f), 0.3125f);  // 2 mantissa bits: 1.25 too
+  EXPECT_EQ(Quantizer(FormatId::kFp8E5M2, 1.0f, 0).code(0.4f), 0.375f);   // 1.6 -> 1.5
+  const Tensor codes = quantize_tensor(Tensor::from_floats({2}, std::vector<float>{0.6f, -896.0f}), p, FormatId::kFp8E4M3);
+  EXPECT_EQ(codes.dtype(), DType::kFloat8E4M3FN);
+  EXPECT_EQ(codes.as<uint8_t>()[0], 0x2A);
+  EXPECT_EQ(codes.as<uint8_t>()[1], 0xFE);
+  EXPECT_EQ(dequantize_tensor(codes, p).to_floats(), (std::vector<float>{0.625f, -896.0f}));
+  EXPECT_FALSE(has_integer_codes(FormatId::kFp8E4M3));
+  EXPECT_TRUE(has_integer_codes(FormatId::kInt4));
+}
+
+// INT4 in blocks of 2 along axis 1 of a [2, 5] weight: 3 blocks per row (the last one short),
+// symmetric scale = block amax / 7. Row 0: {1.2, -2} -> 2/7: 4.2 -> 4, -7; {3, 4} -> 4/7: 5.25 ->
+// 5, 7; {-8} -> 8/7: -7. Row 1: {0, 0} -> kMinScale, codes 0; {0.5, 0.3} -> 0.5/7: 7, 4.2 -> 4;
+// {7} -> 1: 7.
+TEST(QuantBlocks, Int4GroupsAlongTheLastAxis) {
+  const Tensor w = Tensor::from_floats({2, 5}, std::vector<float>{1.2f, -2, 3, 4, -8, 0, 0, 0.5f, 0.3f, 7});
+  const QuantParams p = choose_weight_params(w, FormatId::kInt4, 1, {.symmetric = true, .block_size = 2});
+  EXPECT_EQ(p.block_size, 2);
+  EXPECT_EQ(param_shape(p, w.shape()), (Shape{2, 3}));
+  ASSERT_EQ(p.scale.size(), 6u);
+  EXPECT_FLOAT_EQ(p.scale[0], 2.0f / 7);
+  EXPECT_FLOAT_EQ(p.scale[1], 4.0f / 7);
+  EXPECT_FLOAT_EQ(p.scale[2], 8.0f / 7);
+  EXPECT_EQ(p.scale[3], kMinScale);
+  EXPECT_FLOAT_EQ(p.scale[4], 0.5f / 7);
+  EXPECT_FLOAT_EQ(p.scale[5], 1.0f);
+  const Tensor codes = quantize_tensor(w, p, FormatId::kInt4);
+  EXPECT_EQ(codes.dtype(), DType::kInt4);
+  EXPECT_EQ(codes.to_floats(), (std::vector<float>{4, -7, 5, 7, -7, 0, 0, 7, 4, 7}));
+  const std::vector<float> back = dequantize_tensor(codes, p).to_floats();
+  EXPECT_FLOAT_EQ(back[0], 4 * 2.0f / 7);
+  EXPECT_FLOAT_EQ(back[8], 4 * 0.5f / 7);
+}
+
+// Blocks along axis 0 of a MatMul weight [K=4, N=2] in blocks of 2: parameters [2, 2], element
+// (k, n) uses block (k / 2, n). Column 1 is column 0 times 10, so the codes repeat.
+TEST(QuantBlocks, BlocksAlongTheFirstAxisKeepTheColumnsApart) {
+  const Tensor w = Tensor::from_floats({4, 2}, std::vector<float>{1.2f, 12, 2, 20, 3, 30, 4, 40});
+  const QuantParams p = choose_weight_params(w, FormatId::kInt4, 0, {.symmetric = true, .block_size = 2});
+  EXPECT_EQ(param_shape(p, w.shape()), (Shape{2, 2}));
+  ASSERT_EQ(p.scale.size(), 4u);
+  EXPECT_FLOAT_EQ(p.scale[0], 2.0f / 7);
+  EXPECT_FLOAT_EQ(p.scale[1], 20.0f / 7);
+  EXPECT_FLOAT_EQ(p.scale[2], 4.0f / 7);
+  EXPECT_FLOAT_EQ(p.scale[3], 40.0f / 7);
+  EXPECT_EQ(quantize_tensor(w, p, FormatId::kInt4).to_floats(), (std::vector<float>{4, 4, 7, 7, 5, 5, 7, 7}));
+  // Parameters that do not fit: a bad input (a model's DequantizeLinear can say anything).
+  QuantParams wrong = p;
+  wrong.scale.pop_back();
+  try {
+    dequantize_tensor(quantize_tensor(w, p, FormatId::kInt4), wrong);
+    FAIL() << "3 scales for 4 blocks accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(error.message().find("3 scales and 4 zero points for codes of shape 4x2 along axis 0 (block size 2) that need 4"),
+              std::string::npos) << error.what();
+  }
+  EXPECT_THROW(choose_weight_params(w, FormatId::kInt4, -1, {.block_size = 2}), Error);
+}
+
 TEST(QuantBias, ScaleIsInputTimesWeight) {
   // Input scale 0.5, weight scales {0.25, 0.125}: bias scales {0.125, 0.0625}.
   const float scales[] = {0.5f * 0.25f, 0.5f * 0.125f};

@@ -284,6 +284,90 @@ TEST(RewriteInsertQdq, BlockAxisFollowsTheMatMulReduction) {
   EXPECT_TRUE(found);
 }
 
+// A8W4: the MatMul weight [K=64, N=8] is stored as int4 codes in blocks of 32 along K (a
+// blocked DequantizeLinear, opset 21: axis 0, block_size 32, scales [2, 8]); ONNX Runtime runs
+// it, and stripping folds back exactly the values of our own dequantization.
+TEST(RewriteInsertQdq, Int4WeightsInBlocksUseABlockedDequantizeLinear) {
+  ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{3}, int64_t{64}})
+      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{3}, int64_t{8}})
+      .add_initializer("w", {64, 8}, deterministic_values(512, 5))
+      .add_node("MatMul", {"x", "w"}, {"y"}, {}, "mm");
+  const onnx::ModelProto model = b.build();
+  const Quantized q = quantize_with(model, *preset_config("A8W4"));
+  const onnx::NodeProto* dq = nullptr;
+  for (const auto& node : q.model.graph().node()) {
+    if (node.op_type() == "DequantizeLinear" && node.input(0) == "w_quantized") dq = &node;
+  }
+  ASSERT_NE(dq, nullptr);
+  std::map<std::string, int64_t> attributes;
+  for (const auto& a : dq->attribute()) attributes[a.name()] = a.i();
+  EXPECT_EQ(attributes, (std::map<std::string, int64_t>{{"axis", 0}, {"block_size", 32}}));
+  std::map<std::string, const onnx::TensorProto*> initializers;
+  for (const auto& init : q.model.graph().initializer()) initializers[init.name()] = &init;
+  const onnx::TensorProto& codes = *initializers.at("w_quantized");
+  EXPECT_EQ(codes.data_type(), 22);  // INT4
+  EXPECT_EQ(codes.raw_data().size(), 256u);  // two codes per byte
+  EXPECT_EQ(tensor_from_proto(*initializers.at(dq->input(1)), "test").shape(), (Shape{2, 8}));
+  int64_t opset = 0;
+  for (const auto& o : q.model.opset_import()) {
+    if (o.domain().empty()) opset = o.version();
+  }
+  EXPECT_GE(opset, 21);
+
+  const Tensor w = Tensor::from_floats({64, 8}, deterministic_values(512, 5));
+  const QuantParams p = choose_weight_params(w, FormatId::kInt4, 0, {.symmetric = true, .block_size = 32});
+  const std::vector<float> want = dequantize_tensor(quantize_tensor(w, p, FormatId::kInt4), p).to_floats();
+  const onnx::ModelProto stripped = strip_quantization(q.model, "test", nullptr);
+  bool folded = false;
+  for (const auto& init : stripped.graph().initializer()) {
+    if (init.name() == dq->output(0)) {
+      EXPECT_EQ(tensor_from_proto(init, "test").to_floats(), want);
+      folded = true;
+    }
+  }
+  EXPECT_TRUE(folded);
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 3);
+  const auto ref = run_first_output(model, inputs);
+  // int8 activations and 4-bit weights: a few percent of the output range, not more.
+  EXPECT_LE(max_abs_diff(ref, run_first_output(q.model, inputs)), 0.15f * max_abs(ref));
+}
+
+// FP8E4M3: activations through a float8 QuantizeLinear (its zero point a FLOAT8E4M3FN 0, opset
+// 19), weights stored as FP8 codes per output channel, bias float; ONNX Runtime runs it.
+TEST(RewriteInsertQdq, Fp8UsesFloat8ZeroPointsAndStoredCodes) {
+  const onnx::ModelProto model = testing::conv_chain(2);
+  struct Case {
+    const char* preset;
+    int32_t type;
+    float tolerance;  // of the output's largest magnitude
+  };
+  // E4M3 keeps 3 mantissa bits (a relative step of 2^-3 at worst), E5M2 2 (2^-2).
+  for (const auto& [preset, type, tolerance] : {Case{"FP8E4M3", 17, 0.1f}, Case{"FP8E5M2", 19, 0.2f}}) {
+    const Quantized q = quantize_with(model, *preset_config(preset));
+    std::map<std::string, const onnx::TensorProto*> initializers;
+    for (const auto& init : q.model.graph().initializer()) initializers[init.name()] = &init;
+    size_t quantizers = 0, stored = 0;
+    for (const auto& node : q.model.graph().node()) {
+      if (node.op_type() == "QuantizeLinear") {
+        ++quantizers;
+        EXPECT_EQ(initializers.at(node.input(2))->data_type(), type) << node.name();
+      }
+      if (node.op_type() == "DequantizeLinear" && initializers.contains(node.input(0))) {
+        ++stored;
+        EXPECT_EQ(initializers.at(node.input(0))->data_type(), type) << node.name();
+      }
+    }
+    EXPECT_EQ(quantizers, 2u) << preset;
+    EXPECT_EQ(stored, 2u) << preset;  // the weights; biases stay float
+    const Session session = Session::from_model(model, "test");
+    const NamedTensors inputs = random_inputs(session, 4);
+    const auto ref = run_first_output(model, inputs);
+    EXPECT_LE(max_abs_diff(ref, run_first_output(q.model, inputs)), tolerance * max_abs(ref)) << preset;
+  }
+}
+
 TEST(RewriteStrip, DequantizeOfQuantizeRecoversTheFloatGraph) {
   const onnx::ModelProto model = testing::conv_chain(3);
   for (const char* preset : {"A8W8", "BF16", "XINT8"}) {

@@ -9,6 +9,7 @@
 #include "mixprec/block_formats.h"
 #include "mixprec/tensor.h"
 #include "mixprec/error.h"
+#include "mixprec/formats.h"
 #include "mixprec/runtime.h"
 #include "mixprec/tensor_proto.h"
 #include "support/model_builder.h"
@@ -254,6 +255,40 @@ TEST(LowBitCodecs, MatchOnnxRuntimeBitForBit) {
     std::vector<float> want;
     for (float c : codes) want.push_back(std::nearbyint(c / 0.25f) + zero.to_floats()[0]);
     EXPECT_EQ(got.to_floats(), Tensor::from_floats(int4, {m}, want).to_floats()) << dtype_name(int4);
+  }
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// Our FP8 fake quantization against ONNX Runtime's float8 QuantizeLinear -> DequantizeLinear
+// pair (opset 19), at a scale that puts values across the normal and subnormal codes.
+TEST(LowBitCodecs, Fp8FakeQuantizationMatchesOnnxRuntimesQdq) {
+  std::vector<float> values;
+  for (int i = -300; i <= 300; ++i) values.push_back(static_cast<float>(i) * 0.0137f);
+  values.push_back(1e9f);
+  values.push_back(-1e9f);
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (FormatId format : {FormatId::kFp8E4M3, FormatId::kFp8E5M2}) {
+    const float scale = 4.1f / static_cast<float>(format_traits(format).qmax);
+    const DType storage = format_traits(format).storage;
+    const onnx::ModelProto model = ModelBuilder()
+                                       .opset(19)
+                                       .add_input("x", onnx::TensorProto::FLOAT, {n})
+                                       .add_output("y", onnx::TensorProto::FLOAT, {n})
+                                       .add_initializer("scale", {}, {scale})
+                                       .add_initializer(tensor_to_proto(Tensor(storage, {}), "zero"))
+                                       .add_node("QuantizeLinear", {"x", "scale", "zero"}, {"q"})
+                                       .add_node("DequantizeLinear", {"q", "scale", "zero"}, {"y"})
+                                       .build();
+    const std::vector<float> got = run_one(model, Tensor::from_floats({n}, values));
+    const Quantizer quantizer(format, scale, 0);
+    for (size_t i = 0; i < values.size(); ++i) {
+      EXPECT_EQ(got[i], quantizer.fake_quantize(values[i])) << format_traits(format).name << " " << values[i];
+    }
   }
 }
 
