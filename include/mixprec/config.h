@@ -157,6 +157,11 @@ struct ExtraOptions {
   // by a positive scalar constant then leaves for the scale of its input's codes. Off: inputs
   // only.
   bool ort_cpu_fusion = false;
+  // "MatMulNBits": MatMul weights stored as 4-bit codes in blocks along K (Int4Spec/UInt4Spec
+  // with params.group_size a power of two >= 16) become ONNX Runtime's com.microsoft
+  // MatMulNBits, which its CPU provider runs with a 4-bit kernel (src/rewrite/matmul_nbits.h).
+  // The same values as the DequantizeLinear + MatMul it replaces. Off: the standard ONNX form.
+  bool matmul_nbits = false;
   // FoldConvAffine: per-channel Mul/Div/Add/Sub by constants right after a Conv (how many
   // exporters write a BatchNormalization) are folded into the Conv when preparing. Folding
   // spreads each output channel's weight range apart, which per-channel weight scales absorb

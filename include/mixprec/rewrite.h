@@ -55,6 +55,7 @@ struct QuantizeOptions {
   bool activation_symmetric = true;                 // when a spec does not say
   bool int32_bias = true;                           // bias = int32 at input scale x weight scale
   bool ort_cpu_fusion = false;                      // extra_options.OrtCpuFusion (config.h)
+  bool matmul_nbits = false;                        // extra_options.MatMulNBits (config.h)
 };
 
 // The options a config's extra_options set (CalibMethod, ActivationSymmetric, Int32Bias,
@@ -72,6 +73,7 @@ struct RewriteSummary {
   int64_t cast_pairs = 0;         // activation cast pairs inserted
   int64_t block_ops = 0;          // activation BFP/MX fake-quantization nodes inserted
   int64_t quantized_weights = 0;  // weight/bias initializers stored quantized (+DQ) or low precision (+Cast)
+  int64_t matmul_nbits = 0;       // MatMuls with 4-bit weights made com.microsoft MatMulNBits
   std::vector<std::string> notes; // opset adaptations, skipped inputs and why
   // Body nodes (If/Loop/Scan, by path) left float although their config gives them an integer
   // format: calibration never saw their activations (no sample took that branch).

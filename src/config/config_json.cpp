@@ -142,6 +142,7 @@ struct Schema<ExtraOptions> {
       {"BF16QDQToCast", &ExtraOptions::bf16_qdq_to_cast},
       {"Int32Bias", &ExtraOptions::int32_bias},
       {"OrtCpuFusion", &ExtraOptions::ort_cpu_fusion},
+      {"MatMulNBits", &ExtraOptions::matmul_nbits},
       {"FoldConvAffine", &ExtraOptions::fold_conv_affine},
       {"CalibMethod", &ExtraOptions::calib_method},
       {"NumCalibSamples", &ExtraOptions::num_calib_samples},

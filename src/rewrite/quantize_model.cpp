@@ -2,7 +2,8 @@
 //   prepare_model:  Constant nodes → initializers → name nodes → fold BatchNormalization into Conv
 //                   → (FoldConvAffine) fold per-channel Mul/Add into Conv → (CLE) equalize layers
 //   quantize_model: insert Q/DQ and cast pairs → (OrtCpuFusion) place them for ONNX Runtime's
-//                   CPU fusions → raise the opset as far as the formats need
+//                   CPU fusions → (MatMulNBits) 4-bit MatMul weights as MatMulNBits → raise the
+//                   opset as far as the formats need
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "rewrite/fold_batchnorm.h"
 #include "rewrite/graph_edit.h"
 #include "rewrite/insert_qdq.h"
+#include "rewrite/matmul_nbits.h"
 #include "rewrite/place_for_ort_fusion.h"
 #include "rewrite/upgrade_opset.h"
 
@@ -44,6 +46,7 @@ QuantizeOptions quantize_options(const QuantConfig& config) {
   options.activation_symmetric = config.extra.activation_symmetric;
   options.int32_bias = config.extra.int32_bias;
   options.ort_cpu_fusion = config.extra.ort_cpu_fusion;
+  options.matmul_nbits = config.extra.matmul_nbits;
   return options;
 }
 
@@ -58,6 +61,15 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
   int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
   if (options.ort_cpu_fusion) {
     needed = std::max(needed, rewrite::place_for_ort_fusion(out, prepared, assignment, stats, options, label, s));
+  }
+  if (options.matmul_nbits) {
+    const rewrite::MatMulNBitsSummary nbits = rewrite::use_matmul_nbits(out, label);
+    s.matmul_nbits = nbits.replaced;
+    if (!nbits.kept.empty()) {
+      s.notes.push_back("MatMulNBits: " + std::to_string(nbits.kept.size()) +
+                        " 4-bit MatMul weights stay DequantizeLinear (" + nbits.kept.front() +
+                        (nbits.kept.size() > 1 ? "; ..." : "") + ")");
+    }
   }
   const OpsetUpgradeResult upgrade = upgrade_opset(out, std::max(needed, s.opset_from), label, rank_of);
   s.opset_to = rewrite::default_opset(out);

@@ -109,6 +109,7 @@ Quantized quantize_with(const onnx::ModelProto& model, const QuantConfig& config
   const auto assignment = assign_layers(config, prepared, "test");
   QuantizeOptions options;
   options.calib_method = config.extra.calib_method;
+  options.matmul_nbits = config.extra.matmul_nbits;
   Quantized q;
   q.model = quantize_model(prepared, assignment, stats, options, "test", {}, &q.summary);
   return q;
@@ -365,6 +366,45 @@ TEST(RewriteInsertQdq, Fp8UsesFloat8ZeroPointsAndStoredCodes) {
     const NamedTensors inputs = random_inputs(session, 4);
     const auto ref = run_first_output(model, inputs);
     EXPECT_LE(max_abs_diff(ref, run_first_output(q.model, inputs)), tolerance * max_abs(ref)) << preset;
+  }
+}
+
+// extra_options.MatMulNBits: the same 4-bit weights as ONNX Runtime's MatMulNBits. K = 40 is
+// not a multiple of the block (32), so the last block is padded; int4 codes need no zero-point
+// input (8 is MatMulNBits' default), asymmetric uint4 codes in blocks of 16 carry theirs. The
+// outputs match the DequantizeLinear + MatMul form to float rounding.
+TEST(RewriteMatMulNBits, FourBitMatMulWeightsBecomeMatMulNBits) {
+  ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {int64_t{3}, int64_t{40}})
+      .add_output("y", onnx::TensorProto::FLOAT, {int64_t{3}, int64_t{8}})
+      .add_initializer("w", {40, 8}, deterministic_values(320, 6))
+      .add_node("MatMul", {"x", "w"}, {"y"}, {}, "mm");
+  const onnx::ModelProto model = b.build();
+  QuantConfig uint4 = *preset_config("A8W4");
+  uint4.global.weight = TensorQuantSpec{.format = FormatId::kUInt4, .symmetric = false, .group_size = 16};
+  for (const auto& [config, zero_points] : {std::pair{*preset_config("A8W4"), false}, std::pair{uint4, true}}) {
+    const Quantized dq = quantize_with(model, config);
+    QuantConfig nbits_config = config;
+    nbits_config.extra.matmul_nbits = true;
+    const Quantized nbits = quantize_with(model, nbits_config);
+    EXPECT_EQ(nbits.summary.matmul_nbits, 1);
+    const auto counts = op_counts(nbits.model);
+    ASSERT_EQ(counts.count("MatMulNBits"), 1u);
+    EXPECT_EQ(counts.count("MatMul"), 0u);
+    EXPECT_EQ(counts.at("DequantizeLinear"), 1);  // the activation's pair only
+    for (const auto& node : nbits.model.graph().node()) {
+      if (node.op_type() != "MatMulNBits") continue;
+      EXPECT_EQ(node.domain(), "com.microsoft");
+      EXPECT_EQ(node.input_size(), zero_points ? 4 : 3);
+      std::map<std::string, int64_t> attributes;
+      for (const auto& a : node.attribute()) attributes[a.name()] = a.i();
+      const int64_t block = config.global.weight->group_size.value();
+      EXPECT_EQ(attributes, (std::map<std::string, int64_t>{{"K", 40}, {"N", 8}, {"bits", 4}, {"block_size", block}}));
+    }
+    const Session session = Session::from_model(model, "test");
+    const NamedTensors inputs = random_inputs(session, 9);
+    const auto want = run_first_output(dq.model, inputs);
+    EXPECT_LE(max_abs_diff(want, run_first_output(nbits.model, inputs)), 1e-5f * max_abs(want) + 1e-6f);
   }
 }
 
