@@ -46,8 +46,8 @@ enum class FormatId : uint8_t {
   kMxFp6E3M2,
   kMxFp6E2M3,
   kMxFp4E2M1,
-  // Scaled Q/DQ with FP8 codes (ONNX Runtime's float8 QuantizeLinear, opset 19; symmetric,
-  // zero point 0), and 4-bit integer codes (opset 21; per channel or in blocks along the
+  // Scaled Q/DQ with FP8 codes (ONNX Runtime's float8 QuantizeLinear, opset 21 for its
+  // output_dtype; symmetric, zero point 0 and left out), and 4-bit integer codes (opset 21; per channel or in blocks along the
   // reduction axis, as weights usually are).
   kFp8E4M3,    // FLOAT8E4M3FN, largest 448
   kFp8E5M2,    // FLOAT8E5M2, largest 57344

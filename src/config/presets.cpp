@@ -80,7 +80,7 @@ constexpr PresetRow kPresets[] = {
   {"MX9_INT8",    kMx9,      true, kInt8,   true,  kFloat32,  kMinMax},
   // FP8 (OCP E4M3FN / E5M2) Q/DQ: per-tensor activations at scale amax / 448 (57344), weights
   // per output channel, bias float (an FP8 product accumulates in float). ONNX Runtime's
-  // float8 QuantizeLinear (opset 19).
+  // float8 QuantizeLinear (opset 21: output_dtype names the type, no zero point).
   {"FP8E4M3",   kFp8E4M3,   true, kFp8E4M3,   true, kFloat32, kMinMax},
   {"FP8E5M2",   kFp8E5M2,   true, kFp8E5M2,   true, kFloat32, kMinMax},
   // INT4 weights in blocks of 32 (opset 21 blocked DequantizeLinear) under int8 / int16

@@ -11,7 +11,8 @@ namespace {
 // Signed integer formats default to symmetric (zero point 0 keeps integer kernels simple);
 // unsigned ones to asymmetric, which is why they exist (post-ReLU activations use all codes).
 // QuantizeLinear gained int8/uint8 in opset 10, float8 in opset 19 and int16/uint16/int4/uint4
-// in opset 21. FP8 is symmetric (its zero point is a float8 0); its code range is +-its largest
+// and output_dtype in opset 21. FP8 is symmetric (zero point 0, left out: its Q nodes name their
+// type with output_dtype, hence 21; qdq_pairs.cpp says why); its code range is +-its largest
 // finite value, so the symmetric scale is amax / 448 (E4M3FN) or amax / 57344 (E5M2).
 constexpr FormatTraits kFormatTable[] = {
     // id                   name         spec_name         integer block  storage          qmin    qmax   pow2   sym    per_ch opset
@@ -34,8 +35,8 @@ constexpr FormatTraits kFormatTable[] = {
     {FormatId::kMxFp6E3M2,  "mxfp6e3m2", "MXFP6E3M2Spec",  false,  true,  DType::kFloat32,  0,      0,     false, false, false, 0},
     {FormatId::kMxFp6E2M3,  "mxfp6e2m3", "MXFP6E2M3Spec",  false,  true,  DType::kFloat32,  0,      0,     false, false, false, 0},
     {FormatId::kMxFp4E2M1,  "mxfp4e2m1", "MXFP4E2M1Spec",  false,  true,  DType::kFloat32,  0,      0,     false, false, false, 0},
-    {FormatId::kFp8E4M3,    "fp8e4m3",   "FP8E4M3Spec",    true,   false, DType::kFloat8E4M3FN, -448, 448, false, true, true, 19},
-    {FormatId::kFp8E5M2,    "fp8e5m2",   "FP8E5M2Spec",    true,   false, DType::kFloat8E5M2, -57344, 57344, false, true, true, 19},
+    {FormatId::kFp8E4M3,    "fp8e4m3",   "FP8E4M3Spec",    true,   false, DType::kFloat8E4M3FN, -448, 448, false, true, true, 21},
+    {FormatId::kFp8E5M2,    "fp8e5m2",   "FP8E5M2Spec",    true,   false, DType::kFloat8E5M2, -57344, 57344, false, true, true, 21},
     {FormatId::kInt4,       "int4",      "Int4Spec",       true,   false, DType::kInt4,     -8,     7,     false, true,  true,  21},
     {FormatId::kUInt4,      "uint4",     "UInt4Spec",      true,   false, DType::kUInt4,    0,      15,    false, false, true,  21},
 };

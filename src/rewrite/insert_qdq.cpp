@@ -318,7 +318,7 @@ class Inserter {
     }
     *graph_.add_node() = ir::make_node({.op_type = "DequantizeLinear",
                                         .name = pairs_.names().fresh(base + "_DequantizeLinear"),
-                                        .inputs = {codes, scale, zero_point},
+                                        .inputs = qdq_inputs(codes, scale, zero_point),
                                         .outputs = {out},
                                         .attributes = std::move(attributes)});
     return out;

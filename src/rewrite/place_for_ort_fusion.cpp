@@ -521,7 +521,7 @@ class Applier {
       const auto [scale, zero_point] = pairs.add_params(n.output(0), site.absorbed->format, site.absorbed->params);
       *graph_.add_node() = ir::make_node({.op_type = "DequantizeLinear",
                                           .name = pairs.names().fresh(n.name() + "_absorbed_DequantizeLinear"),
-                                          .inputs = {codes, scale, zero_point},
+                                          .inputs = qdq_inputs(codes, scale, zero_point),
                                           .outputs = {n.output(0)}});
       placed_codes_.emplace(n.output(0), codes);
       absorbed_reads_.insert(site.dq);

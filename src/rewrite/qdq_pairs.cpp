@@ -21,11 +21,6 @@ void store_code(Tensor& t, size_t i, int32_t value) {
     case DType::kInt32: t.as<int32_t>()[i] = value; break;
     case DType::kInt4: t.as<int8_t>()[i] = static_cast<int8_t>(value); break;
     case DType::kUInt4: t.as<uint8_t>()[i] = static_cast<uint8_t>(value); break;
-    // FP8 zero points are 0, the all-zero bit pattern a new tensor already holds.
-    case DType::kFloat8E4M3FN:
-    case DType::kFloat8E5M2:
-      if (value != 0) throw Error(ErrorKind::kInternal, "", "an FP8 zero point must be 0");
-      break;
     default: throw Error(ErrorKind::kInternal, "", "zero point of a non-integer type");
   }
 }
@@ -33,6 +28,11 @@ void store_code(Tensor& t, size_t i, int32_t value) {
 }  // namespace
 
 std::string cast_suffix(FormatId format) { return format == FormatId::kBFloat16 ? "_bf16" : "_fp16"; }
+
+std::vector<std::string> qdq_inputs(const std::string& x, const std::string& scale, const std::string& zero_point) {
+  if (zero_point.empty()) return {x, scale};
+  return {x, scale, zero_point};
+}
 
 // --- ActivationSpecs -------------------------------------------------------------------------
 
@@ -147,13 +147,18 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
   }
   const auto [scale, zero_point] = add_params(in, spec.format, spec.params);
   const std::string q = names().fresh(in + "_q");
+  std::vector<onnx::AttributeProto> attributes;
+  if (zero_point.empty()) {  // FP8: the type from opset 21's output_dtype (add_params says why)
+    attributes.push_back(ir::make_int_attribute("output_dtype", dtype_to_onnx(format_traits(spec.format).storage)));
+  }
   nodes.push_back(ir::make_node({.op_type = "QuantizeLinear",
                                  .name = names().fresh(in + "_QuantizeLinear"),
-                                 .inputs = {in, scale, zero_point},
-                                 .outputs = {q}}));
+                                 .inputs = qdq_inputs(in, scale, zero_point),
+                                 .outputs = {q},
+                                 .attributes = std::move(attributes)}));
   nodes.push_back(ir::make_node({.op_type = "DequantizeLinear",
                                  .name = names().fresh(in + "_DequantizeLinear"),
-                                 .inputs = {q, scale, zero_point},
+                                 .inputs = qdq_inputs(q, scale, zero_point),
                                  .outputs = {out}}));
   need_opset(std::max(kOpsetPerTensorQdq, format_traits(spec.format).min_opset));
   ++summary_.qdq_pairs;
@@ -202,6 +207,11 @@ std::pair<std::string, std::string> PairWriter::add_params(const std::string& ba
   const Shape shape = param_shape(params, tensor_shape);
   const std::string scale = names().fresh(base + "_scale");
   add_initializer(tensor_to_proto(Tensor::from_floats(shape, params.scale), scale));
+  // FP8's zero point is always 0 and is left out: ONNX Runtime's Clip -> QuantizeLinear fusion
+  // throws on a float8 zero-point constant ("Unexpected data type for QuantizeLinear input
+  // y_zero_point of 17") at its default optimization level, so a model with one would not load
+  // where users run it. The Q node says its type with output_dtype instead (opset 21).
+  if (!has_integer_codes(format)) return {scale, ""};
   Tensor zp(format_traits(format).storage, shape);
   for (size_t i = 0; i < params.zero_point.size(); ++i) store_code(zp, i, params.zero_point[i]);
   const std::string zero_point = names().fresh(base + "_zero_point");

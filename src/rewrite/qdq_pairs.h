@@ -111,7 +111,8 @@ class PairWriter {
   // A fresh name for the output of a pair on `tensor`: "<tensor>_dq", "<tensor>_bf16", ...
   std::string pair_output_name(const std::string& tensor, const ResolvedSpec& spec);
   // Scale and zero-point initializers "<base>_scale", "<base>_zero_point" (scalars per tensor,
-  // 1-D per channel, the blocked shape of `tensor_shape` per block); returns their names.
+  // 1-D per channel, the blocked shape of `tensor_shape` per block); returns their names. FP8
+  // has no zero-point initializer (its name is ""; see qdq_inputs).
   std::pair<std::string, std::string> add_params(const std::string& base, FormatId format, const QuantParams& params,
                                                  const Shape& tensor_shape = {});
   onnx::NodeProto cast_node(const std::string& in, const std::string& out, int32_t to);
@@ -144,5 +145,7 @@ onnx::NodeProto block_node(const std::string& in, const std::string& out, const 
 
 // "_bf16" or "_fp16": how names mark a low-precision copy.
 std::string cast_suffix(FormatId format);
+// A Q/DQ node's inputs: {x, scale, zero point}, or {x, scale} when the zero point is "" (FP8).
+std::vector<std::string> qdq_inputs(const std::string& x, const std::string& scale, const std::string& zero_point);
 
 }  // namespace mixprec::rewrite

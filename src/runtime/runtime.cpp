@@ -154,6 +154,48 @@ const ProviderRow* find_provider(const std::string& name) {
   return nullptr;
 }
 
+// ONNX Runtime 1.29's QDQ fusions take float8 Q/DQ for integer ones: its selectors turn
+// DQ(float8) -> Conv -> Q into a QLinearConv (or QLinearAdd, ...) that rejects float8 ("Type
+// 'tensor(float8e4m3fn)' of input parameter ... of operator (QLinearConv) ... is invalid"), and its
+// Clip/QuantizeLinear fusion throws on a float8 zero-point constant (mixprec's FP8 Q nodes have
+// none; other tools' may). Such a session is opened again with the QDQ fusions off
+// (session.disable_quant_qdq), and for the Clip fusion with graph optimizations off, so the float8
+// Q/DQ nodes run as they are.
+enum class Float8Failure { kNone, kQdqFusion, kClipFusion };
+
+Float8Failure float8_failure(const std::string& message) {
+  if (message.find("float8") != std::string::npos && message.find("QLinear") != std::string::npos) {
+    return Float8Failure::kQdqFusion;
+  }
+  if (message.find("input y_zero_point of 17") != std::string::npos ||
+      message.find("input y_zero_point of 19") != std::string::npos) {
+    return Float8Failure::kClipFusion;
+  }
+  return Float8Failure::kNone;
+}
+
+// Creates a session with `so`, or after a float8 fusion failure with those fusions off (said
+// once per process).
+template <class Create>
+Ort::Session create_session(Ort::SessionOptions& so, const std::string& label, const Create& create) {
+  try {
+    return create(so);
+  } catch (const Ort::Exception& e) {
+    const Float8Failure failure = float8_failure(e.what());
+    if (failure == Float8Failure::kNone) throw;
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      log_warning(label + ": ONNX Runtime's QDQ fusions do not take FP8 Q/DQ (they build integer kernels from them); " +
+                  (failure == Float8Failure::kClipFusion ? "the session runs with graph optimizations off"
+                                                         : "the session runs with session.disable_quant_qdq=1") +
+                  ", the FP8 Q/DQ nodes unfused");
+    });
+    so.AddConfigEntry("session.disable_quant_qdq", "1");
+    if (failure == Float8Failure::kClipFusion) so.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
+    return create(so);
+  }
+}
+
 Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label,
                                          OrtCustomOpDomain* custom_ops = nullptr, bool large = false) {
   Ort::SessionOptions so;
@@ -543,7 +585,7 @@ std::unique_ptr<Session::Impl> Session::open_file(const std::string& model_path,
   impl->label = label;
   try {
     Ort::SessionOptions so = make_session_options(options, label, taps ? tap_domain() : nullptr, large);
-    impl->session = Ort::Session(ort_env(), model_path.c_str(), so);
+    impl->session = create_session(so, label, [&](Ort::SessionOptions& o) { return Ort::Session(ort_env(), model_path.c_str(), o); });
     impl->describe();
   } catch (const Ort::Exception& e) {
     throw runtime_error(label, e);
@@ -587,7 +629,8 @@ std::unique_ptr<Session::Impl> Session::build(const onnx::ModelProto& model, con
   impl->label = label;
   try {
     Ort::SessionOptions so = make_session_options(options, label, taps ? tap_domain() : nullptr);
-    impl->session = Ort::Session(ort_env(), bytes.data(), bytes.size(), so);
+    impl->session =
+        create_session(so, label, [&](Ort::SessionOptions& o) { return Ort::Session(ort_env(), bytes.data(), bytes.size(), o); });
     impl->describe();
   } catch (const Ort::Exception& e) {
     throw runtime_error(label, e);
