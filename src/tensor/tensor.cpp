@@ -23,17 +23,17 @@ struct Float32Codec {
   static float encode(float value) { return value; }
 };
 
-struct Float16Codec {
-  using Storage = uint16_t;
-  static float decode(uint16_t bits) { return half_to_float(bits); }
-  static uint16_t encode(float value) { return float_to_half(value); }
+// The narrow float types: a bit pattern and its two conversions.
+template <typename Bits, float (*kDecode)(Bits), Bits (*kEncode)(float)>
+struct BitsCodec {
+  using Storage = Bits;
+  static float decode(Bits bits) { return kDecode(bits); }
+  static Bits encode(float value) { return kEncode(value); }
 };
-
-struct BFloat16Codec {
-  using Storage = uint16_t;
-  static float decode(uint16_t bits) { return bfloat16_to_float(bits); }
-  static uint16_t encode(float value) { return float_to_bfloat16(value); }
-};
+using Float16Codec = BitsCodec<uint16_t, half_to_float, float_to_half>;
+using BFloat16Codec = BitsCodec<uint16_t, bfloat16_to_float, float_to_bfloat16>;
+using Float8E4M3FNCodec = BitsCodec<uint8_t, float8e4m3fn_to_float, float_to_float8e4m3fn>;
+using Float8E5M2Codec = BitsCodec<uint8_t, float8e5m2_to_float, float_to_float8e5m2>;
 
 template <typename Int>
 struct IntCodec {
@@ -59,18 +59,6 @@ struct Int4Codec {
     if (std::isnan(value)) return 0;
     return static_cast<Storage>(std::clamp(std::nearbyint(value), static_cast<float>(kMin), static_cast<float>(kMax)));
   }
-};
-
-struct Float8E4M3FNCodec {
-  using Storage = uint8_t;
-  static float decode(uint8_t bits) { return float8e4m3fn_to_float(bits); }
-  static uint8_t encode(float value) { return float_to_float8e4m3fn(value); }
-};
-
-struct Float8E5M2Codec {
-  using Storage = uint8_t;
-  static float decode(uint8_t bits) { return float8e5m2_to_float(bits); }
-  static uint8_t encode(float value) { return float_to_float8e5m2(value); }
 };
 
 struct BoolCodec {
