@@ -67,13 +67,25 @@ struct SearchOptions {
   std::string base_preset = "XINT8";       // the INT8 starting point
   std::optional<QuantConfig> base_config;  // a config instead of a preset (its integer layers are the candidates)
   // The precision a promoted layer is lifted to: "BF16" (SPEC's default) or "FP16" on devices
-  // that run it (ve2, cpu): FP16 keeps 3 more mantissa bits where the range allows.
+  // that run it (ve2, cpu): FP16 keeps 3 more mantissa bits where the range allows; or a block
+  // format the device runs (MX9, BFP16, ...). A ladder of them, comma-separated ("MX9,BF16"):
+  // rung 1 is the search with the first format; only when it cannot meet the criterion, rung 2
+  // raises some of the layers rung 1 left at its format to the second, and so on (explore.cpp,
+  // "The ladder").
   std::string lift = "BF16";
-  double bf16_budget = 0.3;   // share of the candidate layers that may be lifted (whatever `lift` is)
+  // Share of the candidate layers a rung may lift (whatever `lift` is). A ladder's rungs share
+  // it: rung 1 lifts at most this share off the base; a later rung raises at most this share of
+  // the base's candidates to its format. Its candidates are off the base already, so the count
+  // off the base does not grow, except where a rung's full lift missed: then every candidate is
+  // at that rung's format for the next rung to raise from.
+  double bf16_budget = 0.3;
   // The answer's expected compute time relative to full BF16 on the device at most this
   // (--time-budget 0.6); 0: no time budget. The cost search honours it; the others report it.
+  // For a ladder: its answer as a whole, every layer priced at its own rung's speed.
   double time_budget = 0;
-  size_t max_iterations = 0;  // 0: min(50, compute layers); cost search: G + 2 ceil(log2 G) + 5
+  // 0: min(50, compute layers); cost search: G + 2 ceil(log2 G) + 5. A ladder's rungs share it
+  // (their steps together).
+  size_t max_iterations = 0;
   // The calibration method of the starting point. nullopt: a preset start tries every method
   // the device allows on the same statistics and keeps the best (as guide's quantize phase);
   // a config start keeps its own.
@@ -127,6 +139,10 @@ struct ExploreStep {
   double seconds = 0;             // rewrite + evaluation
   double time_vs_bf16 = 1;        // the trial's expected compute time vs full BF16 on the device
   size_t transitions = 0;         // the trial's INT8 <-> float boundaries
+  // A ladder's rung whose layers this step raised (1-based) and its format; 0 and empty for a
+  // single lift, whose ledger lines carry neither.
+  size_t rung = 0;
+  std::string lift;
 };
 
 // A point of the trade-off curve: an evaluated assignment.
@@ -143,6 +159,18 @@ struct ParetoPoint {
   std::string config_path;        // relative to the work dir (pareto/point_<step>.json)
 };
 
+// One rung of a lift ladder (ExploreResult::rungs).
+struct LiftRung {
+  std::string lift;                // its format's preset name
+  size_t candidates = 0;           // the layers it could raise: rung 1, the base's; then the previous rung's
+  size_t lifted = 0;               // the final assignment's layers at this rung
+  std::vector<OutputMetrics> full_metrics;  // every candidate raised to it (the rest as the rung started)
+  bool full_lift_passes = false;
+  bool ran = false;                // false: an earlier rung met the criterion
+  std::string stop_reason;
+  size_t first_step = 0, steps = 0;  // its ledger steps: first_step .. first_step + steps - 1
+};
+
 struct ExploreResult {
   std::string stop_reason;
   std::string objective_name;      // "worst-output PSNR (dB)", "worst-output top-1 agreement", ...
@@ -150,6 +178,8 @@ struct ExploreResult {
   size_t compute_layers = 0;       // candidates: every layer the base preset puts in integer formats
   std::vector<std::string> ranking;  // candidates, most sensitive first
   std::vector<std::string> lifted_layers;  // the final assignment's lifted layers
+  std::vector<std::string> lifted_formats; // each one's format (its rung's preset name), as lifted_layers
+  std::vector<LiftRung> rungs;             // the ladder's rungs (one for a single lift)
   std::vector<OutputMetrics> int8_metrics, lifted_metrics, final_metrics;  // lifted: every candidate lifted
   Verdict final_verdict;
   std::vector<ExploreStep> steps;
@@ -190,6 +220,11 @@ std::vector<ParetoPoint> pareto_front(std::vector<ParetoPoint> points);
 // PSNR plateau: the last `window` accepted promotions gained less than `min_gain_db` together.
 // `gains_db` holds the PSNR gain of every accepted promotion, in order.
 bool psnr_plateau(const std::vector<double>& gains_db, size_t window = 3, double min_gain_db = 0.5);
+
+// The rungs of `lift` ("MX9,BF16" -> {"MX9", "BF16"}; spaces around a name are dropped). Each
+// must be a preset of a float or block format, named once; kBadInput naming the offending rung
+// otherwise (explore also checks each against the device).
+std::vector<std::string> lift_ladder(const std::string& lift);
 
 ExploreResult explore(const ExploreParams& params, const StepCallback& on_step = {});
 

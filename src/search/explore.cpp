@@ -87,27 +87,55 @@ struct Objective {
   }
 };
 
-// The base config with some layers lifted, evaluated on the workbench.
+// Each lifted layer's rung (1-based, into the ladder); a layer absent is at the base.
+using Assignment = std::map<std::string, size_t>;
+
+// The base config with some layers lifted, evaluated on the workbench. A search sees one rung
+// of the ladder: its start (an assignment) stays as it is and the layers it lifts go to the
+// rung's format; a single lift is the ladder of one rung, started from the base.
 class WorkbenchEvaluator : public search::Evaluator {
  public:
-  WorkbenchEvaluator(Workbench& bench, const QuantConfig& base, const LayerConfig& lifted, const Objective& objective,
-                     const DeviceProfile& device)
-      : bench_(bench), base_(base), lifted_(lifted), objective_(objective), device_(device) {}
+  WorkbenchEvaluator(Workbench& bench, const QuantConfig& base, const std::vector<LayerConfig>& rungs,
+                     const Objective& objective, const DeviceProfile& device)
+      : bench_(bench), base_(base), rungs_(rungs), objective_(objective), device_(device) {}
 
-  QuantConfig config_for(const std::set<std::string>& lifted) const {
+  void set_rung(size_t rung, Assignment start, const std::vector<std::string>& candidates) {
+    rung_ = rung;
+    start_ = std::move(start);
+    candidates_ = {candidates.begin(), candidates.end()};
+  }
+  const Assignment& start() const { return start_; }
+
+  Assignment assignment_for(const std::set<std::string>& lifted) const {
+    Assignment assignment = start_;
+    for (const auto& layer : lifted) assignment[layer] = rung_;
+    return assignment;
+  }
+
+  // One override per rung, holding its layers (a layer in one override only).
+  QuantConfig config_for(const Assignment& assignment) const {
     QuantConfig config = base_;
-    if (!lifted.empty()) {
+    for (size_t rung = 1; rung <= rungs_.size(); ++rung) {
       LayerOverride override_;
-      override_.target_node_names.assign(lifted.begin(), lifted.end());
-      override_.layer_config = lifted_;
+      for (const auto& [layer, at] : assignment) {
+        if (at == rung) override_.target_node_names.push_back(layer);
+      }
+      if (override_.target_node_names.empty()) continue;
+      override_.layer_config = rungs_[rung - 1];
       config.specific.push_back(std::move(override_));
     }
     return config;
   }
+  QuantConfig config_for(const std::set<std::string>& lifted) const { return config_for(assignment_for(lifted)); }
 
   Score evaluate(const std::set<std::string>& lifted, const std::string&) override {
-    Evaluation e = bench_.evaluate(config_for(lifted));
-    const search::Cost c = cost(lifted);
+    return evaluate_assignment(assignment_for(lifted));
+  }
+
+  Score evaluate_assignment(const Assignment& assignment) {
+    const QuantConfig config = config_for(assignment);
+    Evaluation e = bench_.evaluate(config);
+    const search::Cost c = cost_of(config);
     Score s{.metrics = std::move(e.metrics),
             .pass = e.verdict.pass,
             .verdict = e.verdict,
@@ -120,8 +148,9 @@ class WorkbenchEvaluator : public search::Evaluator {
     return s;
   }
 
-  search::Cost cost(const std::set<std::string>& lifted) const override {
-    const QuantConfig config = config_for(lifted);
+  // Every layer priced at its own format's speed on the device (cost_model.h).
+  search::Cost cost(const std::set<std::string>& lifted) const override { return cost_of(config_for(lifted)); }
+  search::Cost cost_of(const QuantConfig& config) const {
     return {bench_.time_vs_full_bf16(config, device_), bench_.cost(config, device_).transitions};
   }
 
@@ -129,14 +158,15 @@ class WorkbenchEvaluator : public search::Evaluator {
     return bench_.islands(config_for(lifted), device_, candidates_);
   }
   std::vector<std::vector<std::string>> chains() const override { return bench_.chains(device_, candidates_); }
-  void set_candidates(const std::vector<std::string>& candidates) { candidates_ = {candidates.begin(), candidates.end()}; }
 
  private:
   Workbench& bench_;
   const QuantConfig& base_;
-  const LayerConfig& lifted_;
+  const std::vector<LayerConfig>& rungs_;
   const Objective& objective_;
   const DeviceProfile& device_;
+  size_t rung_ = 1;
+  Assignment start_;
   std::set<std::string> candidates_;
 };
 
@@ -186,30 +216,41 @@ class Explorer : public search::SearchObserver {
   // bisection's fewer layers with more INT8/float boundaries) does not replace it.
   void on_best(const std::set<std::string>& lifted, const Score& score) override {
     if (best_.pass && (!score.pass || score.time_vs_bf16 >= best_time_)) return;
+    const Assignment assignment = evaluator_->assignment_for(lifted);
     if (score.replayed) {  // the ledger holds no model: rebuilt when the replay ends
-      pending_best_ = lifted;
+      pending_best_ = assignment;
       best_ = score;
-      best_lifted_ = lifted;
+      best_lifted_ = assignment;
       best_time_ = score.time_vs_bf16;
       return;
     }
     pending_best_.reset();
-    save_best(lifted, score);
+    save_best(assignment, score);
   }
 
   void on_step(const ExploreStep& decided, const Score& score, const std::set<std::string>& lifted) override {
     ExploreStep step = decided;
+    step.index = result_.steps.size() + 1;  // a ladder's rungs number their steps on from the last
     step.lifted_layers = best_lifted_.size();  // the kept best (on_best), which may be cheaper than the search's
     step.seconds = score.seconds;
     step.time_vs_bf16 = score.time_vs_bf16;
     step.transitions = score.transitions;
-    add_point(step.index, step.layer, lifted, score);
+    if (ladder_.size() > 1) {
+      step.rung = rung_;
+      step.lift = ladder_[rung_ - 1];
+    }
+    add_point(step.index, step.layer, evaluator_->assignment_for(lifted), score);
     if (score.replayed) {
       const ExploreStep& recorded = *replay_->recorded(step.index);
       if (recorded.decision != step.decision) {
         throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " says '" +
                                                  to_string(recorded.decision) + "' where its numbers say '" +
                                                  to_string(step.decision) + "'");
+      }
+      if (recorded.rung != step.rung) {
+        throw_bad_input(result_.ledger_path, "step " + std::to_string(step.index) + " raised layers at rung " +
+                                                 std::to_string(recorded.rung) + " where this run is at rung " +
+                                                 std::to_string(step.rung));
       }
       ++result_.resumed_steps;
       result_.steps.push_back(recorded);  // its line is already on disk
@@ -235,14 +276,11 @@ class Explorer : public search::SearchObserver {
       if (!base) throw_bad_input("", "unknown base preset '" + options_.base_preset + "'");
       base_ = *base;
     }
-    const auto lift = preset_config(options_.lift);
-    const bool float_lift =
-        lift && lift->global.input_tensors && !format_traits(lift->global.input_tensors->format).is_qdq;
-    if (!float_lift) {
-      throw_bad_input("", "cannot lift layers to '" + options_.lift +
-                              "' (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...)");
+    ladder_ = lift_ladder(options_.lift);
+    for (const auto& name : ladder_) {
+      rung_configs_.push_back(preset_config(name)->global);
+      result_.rungs.push_back({.lift = name});
     }
-    lifted_config_ = lift->global;
     const DeviceProfile& device = params_.deployment.profile();
     if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
     // Every config written derives from the starting point: one the shape cannot hold fails now.
@@ -251,8 +289,10 @@ class Explorer : public search::SearchObserver {
     } catch (const Error& error) {
       throw Error(error.kind(), result_.final_config_path, error.message());
     }
-    if (const auto why = device_rejects(device, formats_used(*lift))) {
-      throw_bad_input("", "lifting to " + options_.lift + ": " + *why);
+    for (size_t i = 0; i < ladder_.size(); ++i) {
+      if (const auto why = device_rejects(device, formats_used(*preset_config(ladder_[i])))) {
+        throw_bad_input("", "lifting to " + ladder_[i] + rung_of(i) + ": " + *why);
+      }
     }
     bench_ = std::make_unique<Workbench>(
         params_.setup, params_.deployment,
@@ -262,14 +302,19 @@ class Explorer : public search::SearchObserver {
     result_.calibration_seconds = bench_->calibration_seconds();
     objective_ = std::make_unique<Objective>(params_.setup.criterion.target, result_.task.type);
     result_.objective_name = objective_->name();
-    evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, lifted_config_, *objective_, device);
+    evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, rung_configs_, *objective_, device);
     // Every layer the base preset puts in integer formats is a candidate: compute layers and
     // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
     // (hard-swish and squeeze-excite blocks are Mul/Add chains).
     candidates_ = bench_->quantized_layers(base_);
     result_.compute_layers = candidates_.size();
     if (candidates_.empty()) throw_unsupported(label, "no compute layer to quantize with " + options_.base_preset);
-    evaluator_->set_candidates(candidates_);
+    evaluator_->set_rung(1, {}, candidates_);
+  }
+
+  // " (rung 2 of MX9,BF16)" for a ladder's rung `index` (0-based); "" for a single lift.
+  std::string rung_of(size_t index) const {
+    return ladder_.size() > 1 ? " (rung " + std::to_string(index + 1) + " of " + text::join(ladder_, ",") + ")" : "";
   }
 
   // The starting point's calibration method: the one asked for; a config's own; or, for a
@@ -318,7 +363,7 @@ class Explorer : public search::SearchObserver {
             {"target", criterion.target ? criterion.target->text : ""},
             {"atol", criterion.tolerance.atol},
             {"rtol", criterion.tolerance.rtol},
-            {"lift", options_.lift},
+            {"lift", text::join(ladder_, ",")},
             {"bf16_budget", options_.bf16_budget},
             {"time_budget", options_.time_budget},
             {"max_iterations", options_.max_iterations},
@@ -345,9 +390,14 @@ class Explorer : public search::SearchObserver {
     return search::parse_ledger(read_file(result_.ledger_path, "ledger"), result_.ledger_path, complete_lines);
   }
 
+  // A rung's ranking file: sensitivity.json for rung 1 (a single lift's), sensitivity_rung<k>.json after.
+  std::string sensitivity_file() const {
+    return work_file(rung_ == 1 ? "sensitivity.json" : "sensitivity_rung" + std::to_string(rung_) + ".json");
+  }
+
   // The ranking a resumed run continues with: the one on disk, checked against the candidates.
-  std::vector<std::string> load_ranking() {
-    const std::string path = work_file("sensitivity.json");
+  std::vector<std::string> load_ranking(const std::vector<std::string>& candidates) {
+    const std::string path = sensitivity_file();
     std::vector<std::string> order;
     try {
       const Json j = json_text::parse_json(read_file(path, "sensitivity ranking"), path, "a sensitivity ranking");
@@ -357,11 +407,11 @@ class Explorer : public search::SearchObserver {
       }
       for (const auto& row : j.at("layers")) order.push_back(row.at("layer").get<std::string>());
       // What the ranking cost the run that made it (0 in files written before it was recorded).
-      loaded_ranking_evaluations_ = j.contains("evaluations") ? j.at("evaluations").get<size_t>() : 0;
+      loaded_ranking_evaluations_ += j.contains("evaluations") ? j.at("evaluations").get<size_t>() : 0;
     } catch (const Json::exception& e) {
       throw_bad_input(path, std::string("not a sensitivity ranking: ") + e.what());
     }
-    std::vector<std::string> sorted = order, expected = candidates_;
+    std::vector<std::string> sorted = order, expected = candidates;
     std::sort(sorted.begin(), sorted.end());
     std::sort(expected.begin(), expected.end());
     if (sorted != expected) throw_bad_input(path, "ranks other layers than this model's candidates");
@@ -381,25 +431,25 @@ class Explorer : public search::SearchObserver {
 
   // Tensors inside If/Loop/Scan bodies cannot be fetched: a body node's error is not measured
   // (score 0: it ranks after the measured layers).
-  std::map<std::string, double> layer_error_scores() {
+  std::map<std::string, double> layer_error_scores(const QuantConfig& start, const std::vector<std::string>& candidates) {
     const std::map<std::string, const onnx::NodeProto*> nodes = nodes_by_path();
     std::set<std::string> initializers;
     for (const auto& init : bench_->prepared().graph().initializer()) initializers.insert(init.name());
     std::set<std::string> wanted;
-    for (const auto& name : candidates_) {
+    for (const auto& name : candidates) {
       const onnx::NodeProto& node = *nodes.at(name);
       for (const auto& input : node.input()) {
         if (!input.empty() && !initializers.count(input)) wanted.insert(input);
       }
       if (node.output_size() > 0) wanted.insert(node.output(0));
     }
-    const auto noise = bench_->tensor_noise(base_, std::vector<std::string>(wanted.begin(), wanted.end()));
+    const auto noise = bench_->tensor_noise(start, std::vector<std::string>(wanted.begin(), wanted.end()));
     const auto ratio = [&](const std::string& tensor) {
       auto it = noise.find(tensor);
       return it == noise.end() ? 0.0 : it->second;
     };
     std::map<std::string, double> score;
-    for (const auto& name : candidates_) {
+    for (const auto& name : candidates) {
       const onnx::NodeProto& node = *nodes.at(name);
       double upstream = 0;
       for (const auto& input : node.input()) upstream = std::max(upstream, ratio(input));
@@ -408,14 +458,18 @@ class Explorer : public search::SearchObserver {
     return score;
   }
 
-  std::vector<std::string> rank(const Score& int8) {
+  // The rung's candidates, most worth lifting first, measured from the rung's start (rung 1:
+  // full INT8; a later rung: the assignment the previous one left, whose noise is what its
+  // layers at the lower format add).
+  std::vector<std::string> rank(const Score& start, const std::vector<std::string>& candidates) {
     const size_t evaluations_before = bench_->evaluations();
+    const QuantConfig start_config = evaluator_->config_for(evaluator_->start());
     std::map<std::string, double> score;
     std::map<std::string, double> tiebreak;  // measured: PSNR gain, for coarse objectives' ties
     if (options_.ranking == Ranking::kDynamicRange) {
       const std::map<std::string, const onnx::NodeProto*> nodes = nodes_by_path();
       const auto& tensors = bench_->stats().tensors;
-      for (const auto& name : candidates_) {
+      for (const auto& name : candidates) {
         double range = 0;
         for (const auto& input : nodes.at(name)->input()) {
           auto it = tensors.find(input);
@@ -426,33 +480,42 @@ class Explorer : public search::SearchObserver {
         score[name] = range;
       }
     } else if (options_.ranking == Ranking::kMeasured) {
-      for (const auto& name : candidates_) {
+      for (const auto& name : candidates) {
         throw_if_stopped(params_.setup.work_dir, kKeptOnStop);
         const Score alone = evaluator_->evaluate({name}, name);
-        score[name] = alone.objective - int8.objective;
-        tiebreak[name] = alone.psnr_db - int8.psnr_db;
+        score[name] = alone.objective - start.objective;
+        tiebreak[name] = alone.psnr_db - start.psnr_db;
       }
     } else if (options_.ranking == Ranking::kInjectedNoise) {
-      score = bench_->injected_noise(base_, candidates_);
+      score = bench_->injected_noise(start_config, candidates);
     } else {
-      score = layer_error_scores();
+      score = layer_error_scores(start_config, candidates);
     }
-    std::vector<std::string> order = candidates_;
+    std::vector<std::string> order = candidates;
     std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
       return score[a] != score[b] ? score[a] > score[b] : tiebreak[a] > tiebreak[b];
     });
     Json j = Json::array();
     for (const auto& name : order) j.push_back({{"layer", name}, {"score", score[name]}});
-    ranking_evaluations_ = bench_->evaluations() - evaluations_before;
-    write_file_atomically(work_file("sensitivity.json"), Json{{"ranking", to_string(options_.ranking)},
-                                                              {"score", ranking_score_meaning(options_.ranking)},
-                                                              {"evaluations", ranking_evaluations_},
-                                                              {"layers", j}}
-                                                             .dump(2));
+    Json file = {{"ranking", to_string(options_.ranking)},
+                 {"score", ranking_score_meaning(options_.ranking)},
+                 {"evaluations", bench_->evaluations() - evaluations_before},
+                 {"layers", j}};
+    if (rung_ > 1) file.update(rung_file_note());
+    write_file_atomically(sensitivity_file(), file.dump(2));
     return order;
   }
 
-  void save_best(const std::set<std::string>& lifted, const Score& score) {
+  // What a later rung's sensitivity file adds: which rung, and that its scores are measured
+  // from the previous rung's assignment, not from full INT8.
+  Json rung_file_note() const {
+    return {{"rung", rung_},
+            {"lift", ladder_[rung_ - 1]},
+            {"start", "the assignment rung " + std::to_string(rung_ - 1) + " (" + ladder_[rung_ - 2] +
+                          ") left; the candidates are its layers at " + ladder_[rung_ - 2]}};
+  }
+
+  void save_best(const Assignment& lifted, const Score& score) {
     // Built again from its config (the same rewrite of the same statistics): no score holds a model.
     const QuantConfig config = evaluator_->config_for(lifted);
     save_model(bench_->build(config), result_.final_model_path);
@@ -467,7 +530,7 @@ class Explorer : public search::SearchObserver {
   // evaluation says whether lifting to FP16 would be.
   std::string fp16_hint() {
     const DeviceProfile& device = params_.deployment.profile();
-    if (options_.lift != "BF16" || !device_allows(device, FormatId::kFloat16)) return "";
+    if (ladder_.back() != "BF16" || !device_allows(device, FormatId::kFloat16)) return "";
     QuantConfig all_fp16 = base_;
     LayerOverride override_;
     override_.target_node_names = candidates_;
@@ -515,74 +578,160 @@ class Explorer : public search::SearchObserver {
       finish();
       return;
     }
-    const std::set<std::string> everything(candidates_.begin(), candidates_.end());
-    const Score all_lifted = evaluator_->evaluate(everything, "full " + options_.lift);
-    result_.lifted_metrics = all_lifted.metrics;
-    add_point(0, "full " + options_.lift, everything, all_lifted);
-    if (!all_lifted.pass) {
-      result_.stop_reason = "full " + options_.lift + " misses the criterion too (" + all_lifted.verdict.reason +
-                            "): out of reach by precision alone" + fp16_hint();
-      finish();
-      return;
-    }
-    const bool cost = options_.search == SearchMode::kCost;
-    if (cost) {
-      result_.ranking = candidates_;  // the cost search measures instead of ranking
-    } else {
-      result_.ranking = options_.resume && fs::exists(work_file("sensitivity.json")) ? load_ranking() : rank(int8);
-    }
     const size_t g = candidates_.size();
     const size_t log2_g = static_cast<size_t>(std::ceil(std::log2(static_cast<double>(std::max<size_t>(2, g)))));
-    const search::SearchLimits limits{
-        .budget = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.bf16_budget * static_cast<double>(g)))),
-        .max_iterations = options_.max_iterations ? options_.max_iterations
-                          : cost                  ? g + 2 * log2_g + 5
-                                                  : std::min(kMaxIterationsCap, g),
-        .min_gain = objective_->min_gain(),
-        .lift = options_.lift,
-        .time_budget = options_.time_budget};
-    if (replay.size() > limits.max_iterations) throw_bad_input(result_.ledger_path, "more steps than the search can take");
-
+    max_steps_ = options_.max_iterations                ? options_.max_iterations
+                 : options_.search == SearchMode::kCost ? g + 2 * log2_g + 5
+                                                        : std::min(kMaxIterationsCap, g);
+    if (replay.size() > max_steps_) throw_bad_input(result_.ledger_path, "more steps than the search can take");
     replay_ = std::make_unique<search::LedgerReplay>(std::move(replay), *evaluator_, result_.ledger_path, [this] {
       if (pending_best_) {  // the best so far came from the ledger: rebuild its model
-        const std::set<std::string> lifted = *pending_best_;
+        const Assignment lifted = *pending_best_;
         pending_best_.reset();
-        save_best(lifted, evaluator_->evaluate(lifted, "best so far"));
+        save_best(lifted, evaluator_->evaluate_assignment(lifted));
         ++rebuild_evaluations_;  // only a resumed run pays it
       }
     });
+    // The ladder, rung by rung. Rung 1 is the single lift's search: from full INT8 (the base),
+    // every candidate may go to the first format. A rung that meets the criterion ends the run
+    // and its answer is the result, so a ladder whose rung 1 meets it is the single lift exactly
+    // (same steps, same answer). Otherwise rung k+1 starts from the assignment rung k left: its
+    // best, which final.onnx holds (a search runs only when the rung's full lift meets the
+    // criterion, so this is where the budgets kept the full lift out), or, when its full lift
+    // missed and no search ran, every rung-k candidate at rung k's format. Its candidates are
+    // the layers at rung k's format there; each may be raised to rung k+1's, the rest stays.
+    // Why, for the cheapest passing model under the cost model (time = MACs / speed plus the
+    // INT8 <-> float boundaries):
+    // - A layer a rung left at the base stays there: INT8 is the fastest format on every device
+    //   (cpu: 2.0 against block 0.8 and BF16 0.5; the NPUs: 2.0 against BF16 1.0), so no rung
+    //   pays for a layer the cheaper rungs showed it could do without.
+    // - The previous rung's best, not its full lift, when it searched: the fewest layers at the
+    //   lower format its search found, against every layer at it (on cpu 0.625x full BF16 per
+    //   MAC at MX9 instead of 0.25x at INT8).
+    // - A layer goes up from one float-side format to another, so raising it adds no boundary:
+    //   a rung's cost grows only with the MACs raised (cpu: 1/0.5 - 1/0.8 = 0.75 BF16-MAC per
+    //   MAC), so the search's fewest layers are also its cheapest, and a layer pays the
+    //   higher rung only where the lower one is not enough (the rule).
+    // - A full lift that misses leaves no subset of that rung able to meet the criterion (the
+    //   searches' assumption: more precision does not hurt), so every candidate at it is the
+    //   cheapest start from which the next rung can. The searches never demote below a rung's
+    //   start: layers that start a rung at the lower format stay at least there.
+    Assignment start_state;
+    Score start_score = int8;
+    std::vector<std::string> candidates = candidates_;
+    for (rung_ = 1;; ++rung_) {
+      evaluator_->set_rung(rung_, start_state, candidates);
+      const RungEnd end = run_rung(candidates, start_score);
+      result_.rungs[rung_ - 1].steps = result_.steps.size() + 1 - result_.rungs[rung_ - 1].first_step;
+      if (best_.pass || rung_ == ladder_.size() || end == RungEnd::kOutOfSteps) break;
+      // best_ is what the rung left (a full lift that missed was kept as the best by run_rung).
+      start_state = best_lifted_;
+      start_score = best_;
+      candidates.clear();
+      for (const auto& [layer, at] : start_state) {
+        if (at == rung_) candidates.push_back(layer);
+      }
+      if (candidates.empty()) {
+        result_.rungs[rung_ - 1].stop_reason += "; no layer at " + ladder_[rung_ - 1] + " for " + ladder_[rung_] + " to raise";
+        break;
+      }
+    }
+    replay_->finish();
+    if (ladder_.size() == 1) {
+      result_.stop_reason = result_.rungs[0].stop_reason;
+    } else {
+      std::vector<std::string> reasons;
+      for (size_t i = 0; i < ladder_.size() && result_.rungs[i].ran; ++i) {
+        reasons.push_back("rung " + std::to_string(i + 1) + " (" + ladder_[i] + "): " + result_.rungs[i].stop_reason);
+      }
+      result_.stop_reason = text::join(reasons, "; ");
+    }
+    finish();
+  }
+
+  enum class RungEnd { kFullLiftMisses, kSearched, kOutOfSteps };
+
+  // One rung: its full lift (every candidate at the rung's format), then, when that meets the
+  // criterion, the search from `start`. A full lift that misses is kept as the best for the
+  // next rung to start from.
+  RungEnd run_rung(const std::vector<std::string>& candidates, const Score& start) {
+    LiftRung& info = result_.rungs[rung_ - 1];
+    const std::string& lift = ladder_[rung_ - 1];
+    const bool last = rung_ == ladder_.size();
+    info.ran = true;
+    info.candidates = candidates.size();
+    info.first_step = result_.steps.size() + 1;
+    const std::set<std::string> everything(candidates.begin(), candidates.end());
+    const std::string full = rung_ == 1 || candidates.size() == candidates_.size()
+                                 ? "full " + lift
+                                 : lift + " on the " + std::to_string(candidates.size()) + " " + ladder_[rung_ - 2] +
+                                       " layers";
+    const Score all_lifted = evaluator_->evaluate(everything, full);
+    if (rung_ == 1) result_.lifted_metrics = all_lifted.metrics;
+    info.full_metrics = all_lifted.metrics;
+    info.full_lift_passes = all_lifted.pass;
+    add_point(0, full, evaluator_->assignment_for(everything), all_lifted);
+    if (!all_lifted.pass) {
+      info.stop_reason = full + " misses the criterion too (" + all_lifted.verdict.reason + "): " +
+                         (last ? "out of reach by precision alone" + fp16_hint()
+                               : "its " + std::to_string(candidates.size()) + " layers are rung " +
+                                     std::to_string(rung_ + 1) + "'s candidates");
+      if (!last) on_best(everything, all_lifted);
+      return RungEnd::kFullLiftMisses;
+    }
+    const bool cost = options_.search == SearchMode::kCost;
+    std::vector<std::string> ranking;
+    if (cost) {
+      ranking = candidates;  // the cost search measures instead of ranking
+    } else {
+      ranking = options_.resume && fs::exists(sensitivity_file()) ? load_ranking(candidates) : rank(start, candidates);
+    }
+    if (rung_ == 1) result_.ranking = ranking;
+    const size_t g = candidates_.size();
+    const size_t spent = result_.steps.size();  // by the earlier rungs
+    const search::SearchLimits limits{
+        .budget = std::max<size_t>(1, static_cast<size_t>(std::floor(options_.bf16_budget * static_cast<double>(g)))),
+        .max_iterations = max_steps_ - std::min(spent, max_steps_),
+        .min_gain = objective_->min_gain(),
+        .lift = lift,
+        .time_budget = options_.time_budget};
+    // The full lift is one of the assignments seen: a mixed answer slower than it loses to it.
+    const bool full_within = everything.size() <= limits.budget &&
+                             (limits.time_budget <= 0 || all_lifted.time_vs_bf16 <= limits.time_budget);
+    if (limits.max_iterations == 0) {
+      info.stop_reason = "max iterations (" + std::to_string(max_steps_) + ") spent by the earlier rungs";
+      if (full_within) on_best(everything, all_lifted);
+      return RungEnd::kOutOfSteps;
+    }
     search::SearchOutcome outcome;
     switch (options_.search) {
       case SearchMode::kBisection:
-        outcome = search::bisection(result_.ranking, int8, all_lifted, limits, *replay_, *this);
+        outcome = search::bisection(ranking, start, all_lifted, limits, *replay_, *this);
         break;
       case SearchMode::kCost:
-        outcome = search::cost_search(candidates_, int8, all_lifted, limits, *replay_, *this);
+        outcome = search::cost_search(candidates, start, all_lifted, limits, *replay_, *this);
         write_demotion_scores(outcome);
-        result_.ranking = outcome.order;
+        if (rung_ == 1) result_.ranking = outcome.order;
         break;
       case SearchMode::kGreedy:
-        outcome = search::greedy(result_.ranking, int8, limits, *replay_, *this);
+        outcome = search::greedy(ranking, start, limits, *replay_, *this);
         break;
     }
-    result_.stop_reason = outcome.stop_reason;
-    if (options_.pareto) fill_curve(outcome.order, limits);
-    // The full lift is one of the assignments seen: a mixed answer slower than it loses to it.
-    if (everything.size() <= limits.budget && (limits.time_budget <= 0 || all_lifted.time_vs_bf16 <= limits.time_budget)) {
-      on_best(everything, all_lifted);
-    }
-    replay_->finish();
-    if (best_.pass && best_lifted_ != outcome.lifted) {
+    info.stop_reason = outcome.stop_reason;
+    // The run ends at this rung when it is the last or when something in it meets the criterion.
+    if (options_.pareto && (last || best_.pass || full_within)) fill_curve(outcome.order, limits);
+    if (full_within) on_best(everything, all_lifted);
+    if (best_.pass && best_lifted_ != evaluator_->assignment_for(outcome.lifted)) {
       const std::string kept = std::to_string(best_lifted_.size()) + " lifted at " + text::fixed(best_time_, 3) +
-                               "x full " + options_.lift;
-      result_.stop_reason += outcome.best.pass ? "; kept the cheapest assignment seen that meets the criterion "
-                                                 "instead: " + kept + " (the search's: " +
-                                                     std::to_string(outcome.lifted.size()) + " at " +
-                                                     text::fixed(outcome.best.time_vs_bf16, 3) + "x)"
-                                               : "; the search's best misses the criterion: kept the cheapest "
-                                                 "assignment seen that meets it, " + kept;
+                               "x full " + (ladder_.size() == 1 ? lift : std::string("BF16"));
+      info.stop_reason += outcome.best.pass ? "; kept the cheapest assignment seen that meets the criterion "
+                                              "instead: " + kept + " (the search's: " +
+                                                  std::to_string(outcome.lifted.size()) + " at " +
+                                                  text::fixed(outcome.best.time_vs_bf16, 3) + "x)"
+                                            : "; the search's best misses the criterion: kept the cheapest "
+                                              "assignment seen that meets it, " + kept;
     }
-    finish();
+    return RungEnd::kSearched;
   }
 
   // The cost search's measurements as the sensitivity file: each layer's objective loss when
@@ -593,11 +742,11 @@ class Explorer : public search::SearchObserver {
       const auto it = outcome.scores.find(name);
       j.push_back({{"layer", name}, {"score", it == outcome.scores.end() ? 0.0 : it->second}});
     }
-    write_file_atomically(work_file("sensitivity.json"),
-                          Json{{"ranking", "demotion"},
-                               {"score", "objective loss when the layer alone is demoted from the full lift"},
-                               {"layers", j}}
-                              .dump(2));
+    Json file = {{"ranking", "demotion"},
+                 {"score", "objective loss when the layer alone is demoted from the full lift"},
+                 {"layers", j}};
+    if (rung_ > 1) file.update(rung_file_note());
+    write_file_atomically(sensitivity_file(), file.dump(2));
   }
 
   // --pareto: what max_iterations leaves goes to prefixes of the final order (the top k lifted)
@@ -606,12 +755,12 @@ class Explorer : public search::SearchObserver {
   void fill_curve(const std::vector<std::string>& order, const search::SearchLimits& limits) {
     constexpr size_t kPoints = 8;
     const size_t g = order.size();
-    std::set<std::set<std::string>> seen;
-    for (const auto& [step, lifted] : point_sets_) seen.insert(lifted);
-    for (size_t i = 1; i < kPoints && result_.steps.size() < limits.max_iterations; ++i) {
+    std::set<Assignment> seen;
+    for (const auto& [step, assignment] : point_sets_) seen.insert(assignment);
+    for (size_t i = 1; i < kPoints && result_.steps.size() < max_steps_; ++i) {
       const size_t k = i * g / kPoints;
       const std::set<std::string> lifted(order.begin(), order.begin() + static_cast<long>(k));
-      if (k == 0 || !seen.insert(lifted).second) continue;
+      if (k == 0 || !seen.insert(evaluator_->assignment_for(lifted)).second) continue;
       const std::string label = "curve top " + std::to_string(k);
       const Score score = replay_->evaluate(lifted, label);
       const bool within = lifted.size() <= limits.budget && (limits.time_budget <= 0 || score.time_vs_bf16 <= limits.time_budget);
@@ -622,7 +771,7 @@ class Explorer : public search::SearchObserver {
   }
 
   // Every evaluated assignment is a point of the trade-off curve.
-  void add_point(size_t step, const std::string& label, const std::set<std::string>& lifted, const Score& score) {
+  void add_point(size_t step, const std::string& label, const Assignment& lifted, const Score& score) {
     points_.push_back({.step = step,
                        .label = label,
                        .lifted = lifted.size(),
@@ -645,8 +794,16 @@ class Explorer : public search::SearchObserver {
         const ParetoPoint& p = points_[entry.first];
         return p.step == point.step && p.label == point.label;
       });
-      point.config_path = "pareto/point_" + std::to_string(point.step) + (point.step == 0 ? "_" + std::to_string(point.lifted) : "") + ".json";
+      // A ladder's full lifts lift as many layers each: the baselines are named by their rungs too.
+      const std::vector<size_t> by_rung = count_by_rung(it->second);
+      std::string baseline = "_" + std::to_string(point.lifted);
+      for (size_t i = 0; ladder_.size() > 1 && i < ladder_.size(); ++i) {
+        if (by_rung[i] > 0) baseline += "_" + std::to_string(by_rung[i]) + ladder_[i];
+      }
+      point.config_path = "pareto/point_" + std::to_string(point.step) + (point.step == 0 ? baseline : "") + ".json";
       save_config(evaluator_->config_for(it->second), work_file(point.config_path), params_.config_shape);
+      Json lifted_by_rung = Json::object();
+      for (size_t i = 0; i < ladder_.size(); ++i) lifted_by_rung[ladder_[i]] = by_rung[i];
       points.push_back({{"step", point.step},
                         {"label", point.label},
                         {"lifted", point.lifted},
@@ -657,6 +814,7 @@ class Explorer : public search::SearchObserver {
                         {"meets", point.meets},
                         {"transitions", point.transitions},
                         {"config", point.config_path}});
+      if (ladder_.size() > 1) points.back()["lifted_by_rung"] = lifted_by_rung;
     }
     write_file_atomically(work_file("pareto.json"), Json{{"metric", result_.objective_name},
                                                          {"device", params_.deployment.device},
@@ -674,9 +832,23 @@ class Explorer : public search::SearchObserver {
                           loaded_ranking_evaluations_;
   }
 
+  // How many layers of `assignment` each rung holds.
+  std::vector<size_t> count_by_rung(const Assignment& assignment) const {
+    std::vector<size_t> counts(ladder_.size(), 0);
+    for (const auto& [layer, rung] : assignment) ++counts[rung - 1];
+    return counts;
+  }
+
   // The final assignment is the best saved (the search's best, its model rebuilt after a resume).
   void finish() {
-    result_.lifted_layers.assign(best_lifted_.begin(), best_lifted_.end());
+    result_.lifted_layers.clear();
+    result_.lifted_formats.clear();
+    for (const auto& [layer, rung] : best_lifted_) {
+      result_.lifted_layers.push_back(layer);
+      result_.lifted_formats.push_back(ladder_[rung - 1]);
+    }
+    const std::vector<size_t> by_rung = count_by_rung(best_lifted_);
+    for (size_t i = 0; i < ladder_.size(); ++i) result_.rungs[i].lifted = by_rung[i];
     result_.final_metrics = best_.metrics;
     result_.final_verdict = best_.verdict;
     const DeviceProfile& device = params_.deployment.profile();
@@ -704,7 +876,7 @@ class Explorer : public search::SearchObserver {
                     {"search", to_string(options_.search)},
                     {"stop_reason", result_.stop_reason},
                     {"compute_layers", result_.compute_layers},
-                    {"lift", options_.lift},
+                    {"lift", text::join(ladder_, ",")},
                     {"lifted_layer_count", result_.lifted_layers.size()},
                     {"lifted_layers", result_.lifted_layers},
                     {"verdict", {{"pass", verdict.pass}, {"criterion", verdict.criterion}, {"reason", verdict.reason}}},
@@ -721,6 +893,7 @@ class Explorer : public search::SearchObserver {
                     {"calib_method", calib_method_traits(result_.calib_method).name},
                     {"pareto_points", result_.pareto.size()},
                     {"steps", result_.steps.size()}};
+    if (ladder_.size() > 1) summary.update(ladder_summary());
     if (result_.runtime_check) {
       summary["runtime_check"] = {{"provider", result_.runtime_check->runtime},
                                   {"ok", result_.runtime_check->ok},
@@ -729,13 +902,34 @@ class Explorer : public search::SearchObserver {
     write_file_atomically(work_file("summary.json"), summary.dump(2));
   }
 
+  // What a ladder's summary.json adds: its rungs, and each lifted layer's format.
+  Json ladder_summary() const {
+    Json formats = Json::object();
+    for (size_t i = 0; i < result_.lifted_layers.size(); ++i) formats[result_.lifted_layers[i]] = result_.lifted_formats[i];
+    Json rungs = Json::array();
+    for (const LiftRung& rung : result_.rungs) {
+      rungs.push_back({{"lift", rung.lift},
+                       {"ran", rung.ran},
+                       {"candidates", rung.candidates},
+                       {"lifted", rung.lifted},
+                       {"full_lift_passes", rung.full_lift_passes},
+                       {"first_step", rung.first_step},
+                       {"steps", rung.steps},
+                       {"stop_reason", rung.stop_reason}});
+    }
+    return {{"ladder", ladder_}, {"lifted_layer_formats", formats}, {"rungs", rungs}};
+  }
+
   const ExploreParams& params_;
   const SearchOptions& options_;
   const StepCallback& on_step_;
   Clock::time_point start_;
   ExploreResult result_;
   QuantConfig base_;
-  LayerConfig lifted_config_;
+  std::vector<std::string> ladder_;        // the lift's rungs (one for a single lift)
+  std::vector<LayerConfig> rung_configs_;  // each rung's layer config (its preset's global)
+  size_t rung_ = 1;                        // the rung being searched
+  size_t max_steps_ = 0;                   // the whole ladder's
   std::unique_ptr<Workbench> bench_;
   std::unique_ptr<Objective> objective_;
   std::unique_ptr<WorkbenchEvaluator> evaluator_;
@@ -743,13 +937,13 @@ class Explorer : public search::SearchObserver {
   std::vector<std::string> candidates_;
   std::ofstream ledger_;
   Score best_;                                        // saved in final.onnx
-  std::set<std::string> best_lifted_;
+  Assignment best_lifted_;
   double best_time_ = 1;
   std::vector<ParetoPoint> points_;                   // every evaluated assignment
-  std::vector<std::pair<size_t, std::set<std::string>>> point_sets_;  // index into points_ -> its lifted set
+  std::vector<std::pair<size_t, Assignment>> point_sets_;  // index into points_ -> its assignment
   bool have_best_ = false;  // final.onnx holds a best so far
-  std::optional<std::set<std::string>> pending_best_;  // a replayed best whose model is not built yet
-  size_t ranking_evaluations_ = 0, loaded_ranking_evaluations_ = 0, rebuild_evaluations_ = 0;
+  std::optional<Assignment> pending_best_;  // a replayed best whose model is not built yet
+  size_t loaded_ranking_evaluations_ = 0, rebuild_evaluations_ = 0;
 };
 
 }  // namespace
@@ -798,6 +992,40 @@ bool psnr_plateau(const std::vector<double>& gains_db, size_t window, double min
   double recent = 0;
   for (size_t i = gains_db.size() - window; i < gains_db.size(); ++i) recent += gains_db[i];
   return recent < min_gain_db;
+}
+
+std::vector<std::string> lift_ladder(const std::string& lift) {
+  std::vector<std::string> rungs;
+  for (size_t from = 0;;) {
+    const size_t comma = std::min(lift.find(',', from), lift.size());
+    std::string name = lift.substr(from, comma - from);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    rungs.push_back(std::move(name));
+    if (comma == lift.size()) break;
+    from = comma + 1;
+  }
+  const auto where = [&](size_t i) {
+    return rungs.size() > 1 ? ", rung " + std::to_string(i + 1) + " of the ladder '" + lift + "'" : std::string();
+  };
+  std::vector<FormatId> formats;
+  for (size_t i = 0; i < rungs.size(); ++i) {
+    if (rungs[i].empty()) throw_bad_input("", "the lift ladder '" + lift + "' has an empty rung " + std::to_string(i + 1));
+    const auto preset = preset_config(rungs[i]);
+    const std::optional<TensorQuantSpec> activations = preset ? preset->global.input_tensors : std::nullopt;
+    if (!activations || format_traits(activations->format).is_qdq) {
+      throw_bad_input("", "cannot lift layers to '" + rungs[i] + "'" + where(i) +
+                              " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...)");
+    }
+    const auto same = std::find(formats.begin(), formats.end(), activations->format);
+    if (same != formats.end()) {
+      throw_bad_input("", "the lift ladder '" + lift + "' names " + rungs[i] + " twice (rungs " +
+                              std::to_string(same - formats.begin() + 1) + " and " + std::to_string(i + 1) +
+                              "): each rung is another format");
+    }
+    formats.push_back(activations->format);
+  }
+  return rungs;
 }
 
 ExploreResult explore(const ExploreParams& params, const StepCallback& on_step) {

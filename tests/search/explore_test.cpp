@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -408,6 +409,147 @@ TEST_F(ExploreTest, LiftsToABlockFormatOnCpuAndRefusesItOnTheNpus) {
   bf16.search.lift = "BF16";
   bf16.setup.work_dir = path("work_bf16");
   EXPECT_TRUE(explore(bf16).final_verdict.pass);
+}
+
+// The ladder's rungs are checked before any work, each error naming the offending rung; a
+// single name keeps its message.
+TEST_F(ExploreTest, LiftLaddersAreCheckedUpFrontNamingTheOffendingRung) {
+  EXPECT_EQ(lift_ladder("MX9,BF16"), (std::vector<std::string>{"MX9", "BF16"}));
+  EXPECT_EQ(lift_ladder(" MX9 , BF16 "), (std::vector<std::string>{"MX9", "BF16"}));
+  EXPECT_EQ(lift_ladder("FP16"), std::vector<std::string>{"FP16"});
+  const auto message = [](const std::string& lift) {
+    try {
+      lift_ladder(lift);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << lift;
+      return e.message();
+    }
+    return std::string("accepted");
+  };
+  const std::string formats = " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...)";
+  EXPECT_EQ(message("XINT8"), "cannot lift layers to 'XINT8'" + formats);
+  EXPECT_EQ(message("MX9,XINT8"), "cannot lift layers to 'XINT8', rung 2 of the ladder 'MX9,XINT8'" + formats);
+  EXPECT_EQ(message("MX9,BF17"), "cannot lift layers to 'BF17', rung 2 of the ladder 'MX9,BF17'" + formats);
+  EXPECT_EQ(message("MX9,BF16,mx9"),
+            "the lift ladder 'MX9,BF16,mx9' names mx9 twice (rungs 1 and 3): each rung is another format");
+  EXPECT_EQ(message("MX9,,BF16"), "the lift ladder 'MX9,,BF16' has an empty rung 2");
+  EXPECT_EQ(message("MX9,"), "the lift ladder 'MX9,' has an empty rung 2");
+
+  // A rung the device cannot run: refused by explore before it calibrates.
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.search.lift = "BF16,MX9";
+  p.deployment.device = "stx";
+  try {
+    explore(p);
+    FAIL() << "lifted to MX9 on stx";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(e.message().rfind("lifting to MX9 (rung 2 of BF16,MX9): MX9 is not available on stx", 0), 0u)
+        << e.message();
+  }
+  EXPECT_FALSE(fs::exists(path("work/ledger.jsonl")));
+  p.search.lift = "MX9,XINT8";
+  EXPECT_THROW(explore(p), Error);
+}
+
+// The block toy as a ladder: full MX9 misses (the outlier shares a block with the sensitive
+// MatMul's small values), so rung 2 starts with every layer at MX9 and raises the one that
+// needs it to BF16. The final config holds both formats, priced at each one's speed.
+TEST_F(ExploreTest, ALadderRaisesToItsSecondRungOnlyTheLayersTheFirstCannotServe) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.deployment.device = "cpu";
+  p.search.lift = "MX9,BF16";
+  const ExploreResult r = explore(p);
+  ASSERT_TRUE(r.final_verdict.pass) << r.stop_reason;
+  ASSERT_EQ(r.rungs.size(), 2u);
+  EXPECT_FALSE(r.rungs[0].full_lift_passes);
+  EXPECT_TRUE(r.rungs[1].ran);
+  EXPECT_EQ(r.rungs[1].candidates, r.compute_layers);  // every layer was at MX9
+  EXPECT_EQ(r.stop_reason.rfind("rung 1 (MX9): full MX9 misses the criterion too", 0), 0u) << r.stop_reason;
+  EXPECT_NE(r.stop_reason.find("; rung 2 (BF16): criterion met"), std::string::npos) << r.stop_reason;
+  ASSERT_EQ(r.lifted_layers.size(), r.compute_layers);
+  std::map<std::string, std::string> format;
+  for (size_t i = 0; i < r.lifted_layers.size(); ++i) format[r.lifted_layers[i]] = r.lifted_formats[i];
+  EXPECT_EQ(format.at("mix"), "BF16");
+  EXPECT_EQ(r.rungs[1].lifted, 1u);
+  EXPECT_EQ(r.rungs[0].lifted, r.compute_layers - 1);
+  for (const auto& [layer, f] : format) EXPECT_TRUE(layer == "mix" || f == "MX9") << layer << " " << f;
+
+  // The config says it: one override per rung.
+  const QuantConfig config = load_config(r.final_config_path);
+  ASSERT_EQ(config.specific.size(), 2u);
+  EXPECT_EQ(config.specific[0].layer_config.input_tensors->format, FormatId::kMx9);
+  EXPECT_EQ(config.specific[1].layer_config.input_tensors->format, FormatId::kBFloat16);
+  EXPECT_EQ(config.specific[1].target_node_names, std::vector<std::string>{"mix"});
+
+  // Cheaper than full BF16 on cpu (block formats at 0.8 of fp32's rate, BF16 at 0.5); the
+  // step that found it reported the same figure.
+  EXPECT_LT(r.final_time_vs_bf16, 1.0);
+  ASSERT_FALSE(r.steps.empty());
+  EXPECT_EQ(r.steps.back().rung, 2u);
+  EXPECT_EQ(r.steps.back().lift, "BF16");
+  EXPECT_DOUBLE_EQ(r.steps.back().time_vs_bf16, r.final_time_vs_bf16);
+
+  // Every file says which rung each lifted layer is at.
+  const std::string ledger = file(r.ledger_path);
+  EXPECT_NE(ledger.find("\"rung\":2,\"lift\":\"BF16\""), std::string::npos) << ledger;
+  const auto summary = nlohmann::json::parse(file(path("work/summary.json")));
+  EXPECT_EQ(summary.at("lift"), "MX9,BF16");
+  EXPECT_EQ(summary.at("lifted_layer_formats").at("mix"), "BF16");
+  EXPECT_EQ(summary.at("rungs").at(1).at("lifted"), 1);
+  EXPECT_TRUE(fs::exists(path("work/sensitivity_rung2.json")));
+}
+
+// A rung 1 that meets the criterion is the single lift exactly; a ladder's resume replays its
+// rungs and refuses another ladder.
+TEST_F(ExploreTest, ALadderWhoseFirstRungMeetsIsTheSingleLiftAndResumesLikeOne) {
+  ExploreParams single = params(Ranking::kDynamicRange);
+  single.setup.work_dir = path("single");
+  const ExploreResult one = explore(single);
+  ASSERT_TRUE(one.final_verdict.pass);
+  ExploreParams ladder = single;
+  ladder.setup.work_dir = path("ladder");
+  ladder.search.lift = "BF16,FP16";
+  const ExploreResult two = explore(ladder);
+  EXPECT_EQ(two.lifted_layers, one.lifted_layers);
+  EXPECT_EQ(two.lifted_formats, std::vector<std::string>(one.lifted_layers.size(), "BF16"));
+  EXPECT_EQ(two.final_metrics.at(0).psnr_db, one.final_metrics.at(0).psnr_db);
+  EXPECT_EQ(two.final_time_vs_bf16, one.final_time_vs_bf16);
+  EXPECT_EQ(two.evaluations, one.evaluations);
+  EXPECT_FALSE(two.rungs[1].ran);
+  EXPECT_EQ(two.stop_reason, "rung 1 (BF16): " + one.stop_reason);
+  EXPECT_EQ(file(path("ladder/final_config.json")), file(path("single/final_config.json")));
+
+  // Interrupted in rung 2 and resumed: the same ledger and files as the whole run.
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.deployment.device = "cpu";
+  p.search.lift = "MX9,BF16";
+  p.setup.work_dir = path("whole");
+  const ExploreResult whole = explore(p);
+  ASSERT_TRUE(whole.final_verdict.pass) << whole.stop_reason;
+  struct Interrupted {};
+  p.setup.work_dir = path("stopped");
+  EXPECT_THROW(explore(p, [](const ExploreStep& s) {
+                 if (s.index == 1) throw Interrupted{};
+               }),
+               Interrupted);
+  p.search.resume = true;
+  const ExploreResult resumed = explore(p);
+  EXPECT_EQ(resumed.resumed_steps, 1u);
+  EXPECT_EQ(resumed.lifted_layers, whole.lifted_layers);
+  EXPECT_EQ(resumed.lifted_formats, whole.lifted_formats);
+  EXPECT_EQ(resumed.stop_reason, whole.stop_reason);
+  EXPECT_EQ(resumed.evaluations, whole.evaluations);
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
+  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+  EXPECT_EQ(file(path("stopped/final_config.json")), file(path("whole/final_config.json")));
+  p.search.lift = "MX9,FP16";
+  try {
+    explore(p);
+    FAIL() << "resumed with another ladder";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("another lift (\"MX9,BF16\" vs \"MX9,FP16\")"), std::string::npos) << e.message();
+  }
 }
 
 TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
