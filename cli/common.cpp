@@ -127,15 +127,23 @@ void SearchFlags::add_to(CLI::App& cmd) {
                  "top-ranked layers, ~log2 steps) or cost (the cheapest assignment by expected time, ~G + 2 log2 G "
                  "evaluations)")
       ->capture_default_str();
-  cmd.add_option("--lift", lift, "precision of a promoted layer: BF16, FP16 where the device runs it, or a block format the device runs (BFP16, MX9, MXINT8, ... on cpu)")
+  cmd.add_option("--lift", lift,
+                 "precision of a promoted layer: BF16, FP16 where the device runs it, or a block format the device "
+                 "runs (BFP16, MX9, MXINT8, ... on cpu); or a ladder, comma-separated (MX9,BF16): a layer goes to "
+                 "MX9 first and to BF16 only where MX9 is not enough (rung 2 raises some of the layers rung 1 left "
+                 "at MX9, and runs only when rung 1 misses the criterion)")
       ->capture_default_str();
-  cmd.add_option("--bf16-budget", budget, "largest share of candidate layers lifted")->capture_default_str();
+  cmd.add_option("--bf16-budget", budget,
+                 "largest share of candidate layers lifted (a ladder: by each rung; a later rung raises layers "
+                 "already lifted, so the whole ladder stays within it unless a rung's full lift missed)")
+      ->capture_default_str();
   cmd.add_option("--time-budget", time_budget,
                  "the answer's expected compute time at most this share of full BF16's (0: none; the cost search "
-                 "honours it)")
+                 "honours it; a ladder's answer as a whole, each layer at its own rung's speed)")
       ->capture_default_str();
   cmd.add_option("--max-iters", max_iterations,
-                 "most steps (0: min(50, candidate layers); cost search: G + 2 log2 G + 5)")
+                 "most steps (0: min(50, candidate layers); cost search: G + 2 log2 G + 5; a ladder's rungs "
+                 "together)")
       ->capture_default_str();
   cmd.add_option("--calib-method", calib_method,
                  "calibration method of the starting point (default: every method the device allows is tried on "

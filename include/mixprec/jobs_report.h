@@ -29,7 +29,9 @@ nlohmann::ordered_json run_to_json(const RunReport& report);
 // the verdict, the expected compute time on `device`, what it cost, the provider check and the
 // work dir's files.
 std::string explore_text(const ExploreResult& result, const std::string& lift, const std::string& device);
-// One line per step as it happens.
+// One line per step as it happens (a ladder's step names its rung's format).
 std::string explore_step_line(const ExploreStep& step);
+// How many layers a ladder lifted to each rung: "40 to MX9, 12 to BF16" (the rungs that hold any).
+std::string lifted_per_rung(const ExploreResult& result);
 
 }  // namespace mixprec

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/text.h"
+#include "mixprec/jobs_report.h"
 #include "mixprec/metrics_report.h"
 #include "mixprec/report.h"
 #include "mixprec/workflow_report.h"
@@ -139,9 +140,13 @@ Lines lines_of(const ExplorePhaseResult& r) {
   lines.push_back("stopped: " + e.stop_reason);
   // A long list goes to final_config.json; the report names the first few.
   constexpr size_t kLayersShown = 12;
-  const std::string layers = names_shown(e.lifted_layers, kLayersShown, " in " + e.final_config_path);
+  // A ladder's layers each name their rung's format.
+  std::vector<std::string> names = e.lifted_layers;
+  for (size_t i = 0; e.rungs.size() > 1 && i < names.size(); ++i) names[i] += " (" + e.lifted_formats.at(i) + ")";
+  const std::string layers = names_shown(names, kLayersShown, " in " + e.final_config_path);
   lines.push_back(std::to_string(e.lifted_layers.size()) + " of " + std::to_string(e.compute_layers) +
-                  " layers lifted to " + r.search.lift + (layers.empty() ? "" : ": " + layers));
+                  " layers lifted to " + r.search.lift + (e.rungs.size() > 1 ? " (" + lifted_per_rung(e) + ")" : "") +
+                  (layers.empty() ? "" : ": " + layers));
   if (!e.final_metrics.empty()) lines.push_back(worst_line(e.final_metrics, e.task.type));
   lines.push_back(std::to_string(e.evaluations) + " evaluations, ranking " + to_string(r.search.ranking) + ", search " +
                   to_string(r.search.search) + "; ledger " + e.ledger_path);

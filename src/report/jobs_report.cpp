@@ -161,10 +161,19 @@ Json run_to_json(const RunReport& r) {
 std::string explore_step_line(const ExploreStep& s) {
   char line[512];
   std::snprintf(line, sizeof line,
-                "step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  best %3zu lifted  %.2f s%s\n",
+                "step %3zu  %-40s %-11s objective %9.4f  PSNR %7.2f dB  pass %8.4f%%  best %3zu lifted  %.2f s%s%s%s\n",
                 s.index, s.layer.c_str(), to_string(s.decision), s.objective, s.psnr_db, 100 * s.pass_rate,
-                s.lifted_layers, s.seconds, s.sweep > 1 ? "  (retry)" : "");
+                s.lifted_layers, s.seconds, s.sweep > 1 ? "  (retry)" : "", s.lift.empty() ? "" : "  to ",
+                s.lift.c_str());
   return line;
+}
+
+std::string lifted_per_rung(const ExploreResult& r) {
+  std::vector<std::string> parts;
+  for (const auto& rung : r.rungs) {
+    if (rung.lifted > 0) parts.push_back(std::to_string(rung.lifted) + " to " + rung.lift);
+  }
+  return parts.empty() ? "none" : text::join(parts);
 }
 
 std::string explore_text(const ExploreResult& r, const std::string& lift, const std::string& device) {
@@ -172,9 +181,21 @@ std::string explore_text(const ExploreResult& r, const std::string& lift, const 
   if (r.resumed_steps) out << "resumed     " << r.resumed_steps << " steps from the ledger\n";
   out << "task        " << to_string(r.task.type) << "\n"
       << "stopped     " << r.stop_reason << "\n"
-      << "lifted      " << r.lifted_layers.size() << " of " << r.compute_layers << " candidate layers to " << lift << "\n";
-  for (const auto& layer : r.lifted_layers) out << "            " << layer << "\n";
-  out << metrics_table({{"full INT8", r.int8_metrics}, {"full " + lift, r.lifted_metrics}, {"final", r.final_metrics}}, r.task.type)
+      << "lifted      " << r.lifted_layers.size() << " of " << r.compute_layers << " candidate layers to " << lift;
+  const bool ladder = r.rungs.size() > 1;
+  if (ladder) out << ": " << lifted_per_rung(r);
+  out << "\n";
+  for (size_t i = 0; i < r.lifted_layers.size(); ++i) {
+    out << "            " << r.lifted_layers[i] << (ladder ? "  " + r.lifted_formats.at(i) : "") << "\n";
+  }
+  std::vector<LabeledMetrics> rows = {{"full INT8", r.int8_metrics}};
+  for (size_t i = 0; i < r.rungs.size() && (i == 0 || r.rungs[i].ran); ++i) {
+    // A later rung's full lift raises the previous rung's layers (all of them when it lifted every one).
+    const std::string label = !ladder ? lift : i == 0 ? r.rungs[0].lift : r.rungs[i].lift + " (rung " + std::to_string(i + 1) + ")";
+    rows.push_back({"full " + label, i == 0 ? r.lifted_metrics : r.rungs[i].full_metrics});
+  }
+  rows.push_back({"final", r.final_metrics});
+  out << metrics_table(rows, r.task.type)
       << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason << "\n"
       << "expected    " << general(r.final_time_vs_bf16) << "x the compute time of full BF16 on " << device
       << " (full INT8: " << general(r.int8_time_vs_bf16) << "x; nominal device speeds), " << r.final_transitions
