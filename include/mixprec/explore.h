@@ -166,6 +166,7 @@ struct LiftRung {
   size_t lifted = 0;               // the final assignment's layers at this rung
   std::vector<OutputMetrics> full_metrics;  // every candidate raised to it (the rest as the rung started)
   bool full_lift_passes = false;
+  double full_time_vs_bf16 = 1;    // the full lift's expected compute time vs full BF16
   bool ran = false;                // false: an earlier rung met the criterion
   std::string stop_reason;
   size_t first_step = 0, steps = 0;  // its ledger steps: first_step .. first_step + steps - 1

@@ -670,6 +670,7 @@ class Explorer : public search::SearchObserver {
     if (rung_ == 1) result_.lifted_metrics = all_lifted.metrics;
     info.full_metrics = all_lifted.metrics;
     info.full_lift_passes = all_lifted.pass;
+    info.full_time_vs_bf16 = all_lifted.time_vs_bf16;
     add_point(0, full, evaluator_->assignment_for(everything), all_lifted);
     if (!all_lifted.pass) {
       info.stop_reason = full + " misses the criterion too (" + all_lifted.verdict.reason + "): " +
@@ -913,6 +914,7 @@ class Explorer : public search::SearchObserver {
                        {"candidates", rung.candidates},
                        {"lifted", rung.lifted},
                        {"full_lift_passes", rung.full_lift_passes},
+                       {"full_lift_time_vs_bf16", rung.full_time_vs_bf16},
                        {"first_step", rung.first_step},
                        {"steps", rung.steps},
                        {"stop_reason", rung.stop_reason}});
