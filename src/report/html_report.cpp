@@ -585,10 +585,17 @@ Section summary_section(const Inputs& in, const MetricView& metric) {
     const bool pass = flag(verdict, "pass").value_or(false);
     tiles += tile("verdict", pass ? "PASS" : "FAIL", text_of(verdict, "criterion"), pass ? "pass" : "fail");
     const std::string lift = text_of(in.summary, "lift");
+    // A lift ladder's summary counts the layers at each rung.
+    std::vector<std::string> per_rung;
+    for (const auto& rung : items(in.summary, "rungs")) {
+      const auto lifted = static_cast<size_t>(number(rung, "lifted").value_or(0));
+      if (lifted > 0) per_rung.push_back(count(lifted) + " to " + text_of(rung, "lift"));
+    }
     tiles += tile("layers lifted",
                   count(static_cast<size_t>(number(in.summary, "lifted_layer_count").value_or(0))) + " of " +
                       count(static_cast<size_t>(number(in.summary, "compute_layers").value_or(0))),
-                  "to " + (lift.empty() ? std::string("BF16") : lift) + ", the rest integer");
+                  (per_rung.empty() ? "to " + (lift.empty() ? std::string("BF16") : lift) : text::join(per_rung)) +
+                      ", the rest integer");
     const Json& outputs = field(in.summary, "final_metrics");
     if (const auto psnr = worst(outputs, "psnr_db")) {
       const auto pass_rate = worst(outputs, "pass_rate");
