@@ -56,6 +56,10 @@ constexpr PresetRow kPresets[] = {
   // A16W8: A8W8 with int16 activations (the ladder's step after A8W8: only the activation
   // bits differ). Symmetric int16 activations, int8 per-channel weights, int32 bias; MinMax.
   {"A16W8", kInt16,     true,  kInt8,      true,  std::nullopt, kMinMax},
+  // S16S16: int16 activations and int16 per-channel weights, int32 bias; MinMax. The lift of
+  // Quark's S16S16_MIXED_S8S8 (explore --preset A8W8 --lift S16S16: INT8 where it is enough,
+  // INT16 where it is not).
+  {"S16S16",    kInt16,     true,  kInt16,     true,  std::nullopt, kMinMax},
   // BF16: activations, weights and bias in bfloat16 (exact cast emulation, no calibration).
   {"BF16",  kBFloat16,  true,  kBFloat16,  false, kBFloat16,    kMinMax},
   // FP16: the same in float16.
