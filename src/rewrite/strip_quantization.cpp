@@ -18,6 +18,7 @@
 // kUnsupported. If/Loop/Scan bodies are stripped the same way, each inside its own body.
 #include "mixprec/rewrite.h"
 
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -192,7 +193,14 @@ class Stripper {
     QuantParams params;
     params.scale = tensor_from_proto(*scale, label_).to_floats();
     if (zero_point) {
-      for (float z : zero_point->to_floats()) params.zero_point.push_back(static_cast<int32_t>(z));
+      for (float z : zero_point->to_floats()) {
+        // An FP8 zero point can hold NaN or a value past int32 (a hostile file): not a zero point.
+        if (!std::isfinite(z) || std::fabs(z) > 2147483520.0f) {
+          throw_bad_input(label_, node.op_type() + " '" + node.name() + "': zero point " + std::to_string(z) +
+                                      " is not a finite code");
+        }
+        params.zero_point.push_back(static_cast<int32_t>(z));
+      }
     }
     const int64_t block_size = ir::int_attribute(node, "block_size").value_or(0);
     if (params.scale.size() != 1 || scale->dims_size() > 1 || block_size != 0) {  // else per tensor
