@@ -78,10 +78,6 @@ constexpr PresetRow kPresets[] = {
   {"BF16_BFP16",  kBFloat16, true, kBfp16,  false, kBFloat16, kMinMax},
   {"BF16_MXINT8", kBFloat16, true, kMxInt8, false, kBFloat16, kMinMax},
   {"MX9_INT8",    kMx9,      true, kInt8,   true,  kFloat32,  kMinMax},
-  // S16S16: int16 activations and int16 per-channel weights, int32 bias; MinMax. The lift of
-  // Quark's S16S16_MIXED_S8S8 (explore --preset A8W8 --lift S16S16: INT8 where it is enough,
-  // INT16 where it is not).
-  {"S16S16",    kInt16,     true,  kInt16,     true,  std::nullopt, kMinMax},
   // FP8 (OCP E4M3FN / E5M2) Q/DQ: per-tensor activations at scale amax / 448 (57344), weights
   // per output channel, bias float (an FP8 product accumulates in float). ONNX Runtime's
   // float8 QuantizeLinear (opset 21: output_dtype names the type, no zero point).

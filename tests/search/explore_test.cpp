@@ -411,14 +411,14 @@ TEST_F(ExploreTest, LiftsToABlockFormatOnCpuAndRefusesItOnTheNpus) {
   EXPECT_TRUE(explore(bf16).final_verdict.pass);
 }
 
-// Quark's S16S16_MIXED_S8S8 as a search: an INT8 (A8W8) base, layers lifted to INT16 (S16S16)
-// where INT8 is not enough. The toy's sensitive MatMul reads a tensor whose range (~1000) int8
+// Quark's S16S16_MIXED_S8S8 idea as a search: an INT8 (A8W8) base, layers lifted to INT16
+// activations (A16W8) where INT8 is not enough. The toy's sensitive MatMul reads a tensor whose range (~1000) int8
 // cannot resolve but int16 can; stx has no INT16 kernels.
 TEST_F(ExploreTest, LiftsToInt16FromAnInt8Base) {
   ExploreParams p = params(Ranking::kDynamicRange);
   p.search.base_preset = "A8W8";
   p.search.calib_method = CalibMethod::kMinMax;
-  p.search.lift = "S16S16";
+  p.search.lift = "A16W8";
   p.deployment.device = "stx";
   try {
     explore(p);
@@ -452,9 +452,9 @@ TEST_F(ExploreTest, LiftLaddersAreCheckedUpFrontNamingTheOffendingRung) {
   };
   const auto message = [&](const std::string& lift) { return error_of([&] { lift_ladder(lift); }); };
   const std::string formats =
-      " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...; or 16-bit integers: "
-      "A16W8, S16S16)";
-  EXPECT_EQ(lift_ladder("S16S16,BF16"), (std::vector<std::string>{"S16S16", "BF16"}));
+      " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...; or 16-bit integer "
+      "activations: A16W8)";
+  EXPECT_EQ(lift_ladder("A16W8,BF16"), (std::vector<std::string>{"A16W8", "BF16"}));
   EXPECT_EQ(message("XINT8"), "cannot lift layers to 'XINT8'" + formats);
   EXPECT_EQ(message("MX9,XINT8"), "cannot lift layers to 'XINT8', rung 2 of the ladder 'MX9,XINT8'" + formats);
   EXPECT_EQ(message("MX9,BF17"), "cannot lift layers to 'BF17', rung 2 of the ladder 'MX9,BF17'" + formats);
