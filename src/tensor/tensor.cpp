@@ -353,29 +353,26 @@ float float8_value(uint8_t bits) {
   return (bits & 0x80) != 0 ? -magnitude : magnitude;
 }
 
-constexpr float kE4M3FNMax = 448.0f;
-constexpr float kE5M2Max = 57344.0f;
+// ONNX's saturating cast to an FP8 layout: NaN to its NaN pattern, infinities to the largest
+// finite pattern, finite values rounded onto the grid (saturated at `max`).
+template <int kE, int kM, uint8_t kNan, uint8_t kLargest>
+uint8_t to_float8(float value, float max) {
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  if (std::isnan(value)) return sign | kNan;
+  if (std::isinf(value)) return sign | kLargest;
+  return float8_bits<kE, kM>(round_to_minifloat(value, kE, kM, max));
+}
 
 }  // namespace
 
-uint8_t float_to_float8e4m3fn(float value) {
-  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  if (std::isnan(value)) return sign | 0x7F;
-  if (std::isinf(value)) return sign | 0x7E;
-  return float8_bits<4, 3>(round_to_minifloat(value, 4, 3, kE4M3FNMax));
-}
+uint8_t float_to_float8e4m3fn(float value) { return to_float8<4, 3, 0x7F, 0x7E>(value, 448.0f); }
 
 float float8e4m3fn_to_float(uint8_t bits) {
   if ((bits & 0x7F) == 0x7F) return std::numeric_limits<float>::quiet_NaN();
   return float8_value<4, 3>(bits);
 }
 
-uint8_t float_to_float8e5m2(float value) {
-  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  if (std::isnan(value)) return sign | 0x7E;
-  if (std::isinf(value)) return sign | 0x7B;
-  return float8_bits<5, 2>(round_to_minifloat(value, 5, 2, kE5M2Max));
-}
+uint8_t float_to_float8e5m2(float value) { return to_float8<5, 2, 0x7E, 0x7B>(value, 57344.0f); }
 
 float float8e5m2_to_float(uint8_t bits) {
   if ((bits & 0x7C) == 0x7C) {
