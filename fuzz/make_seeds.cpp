@@ -127,7 +127,12 @@ void tensor_seeds(const fs::path& data_dir) {
 void config_seeds() {
   for (const std::string& name : preset_names()) {
     write_seed("config", name + ".json", config_to_json(*preset_config(name)).dump(2));
-    write_seed("config", name + ".quark.json", config_to_json(*preset_config(name), ConfigShape::kQuark).dump(2));
+    // Quark's shape cannot say every preset (it has no FP8 data type): those get no Quark seed.
+    try {
+      write_seed("config", name + ".quark.json", config_to_json(*preset_config(name), ConfigShape::kQuark).dump(2));
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kBadInput) throw;
+    }
   }
   // SPEC.md's example, which must load as written.
   write_seed("config", "spec_example.json", testing::kSpecExample);
