@@ -67,7 +67,9 @@ void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeRep
       ++report.nodes_fp16;
     } else if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) { return t.is_block && uses(t.id); })) {
       ++report.nodes_block;
-    } else if (uses(FormatId::kFp8E4M3) || uses(FormatId::kFp8E5M2)) {
+    } else if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) {
+                 return t.is_qdq && !has_integer_codes(t.id) && uses(t.id);  // FP8 codes
+               })) {
       ++report.nodes_fp8;
     } else if (qdq_activations(a) || (c.weight && format_traits(c.weight->format).is_qdq)) {
       ++report.nodes_integer;

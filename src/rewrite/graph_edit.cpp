@@ -6,16 +6,6 @@
 namespace mixprec::rewrite {
 namespace {
 
-void for_each_graph(const onnx::GraphProto& graph, const std::function<void(const onnx::GraphProto&)>& visit) {
-  visit(graph);
-  for (const auto& node : graph.node()) {
-    for (const auto& attr : node.attribute()) {
-      if (attr.has_g()) for_each_graph(attr.g(), visit);
-      for (const auto& g : attr.graphs()) for_each_graph(g, visit);
-    }
-  }
-}
-
 void collect_reads(const onnx::GraphProto& graph, std::unordered_set<std::string>& reads) {
   for_each_graph(graph, [&](const onnx::GraphProto& g) {
     for (const auto& node : g.node()) reads.insert(node.input().begin(), node.input().end());
@@ -38,6 +28,16 @@ void replace_reads_in(onnx::GraphProto& graph, const std::string& from, const st
 }
 
 }  // namespace
+
+void for_each_graph(const onnx::GraphProto& graph, const std::function<void(const onnx::GraphProto&)>& visit) {
+  visit(graph);
+  for (const auto& node : graph.node()) {
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) for_each_graph(attr.g(), visit);
+      for (const auto& g : attr.graphs()) for_each_graph(g, visit);
+    }
+  }
+}
 
 std::unordered_map<std::string, const onnx::TensorProto*> index_initializers(const onnx::GraphProto& graph) {
   std::unordered_map<std::string, const onnx::TensorProto*> out;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -14,6 +15,10 @@ namespace mixprec::rewrite {
 // Initializers of the main graph by name (pointers into the graph; invalidated when the
 // initializer list changes).
 std::unordered_map<std::string, const onnx::TensorProto*> index_initializers(const onnx::GraphProto& graph);
+
+// Calls `visit` on `graph` and on every body (If/Loop/Scan GRAPH and GRAPHS attributes) inside it,
+// depth first.
+void for_each_graph(const onnx::GraphProto& graph, const std::function<void(const onnx::GraphProto&)>& visit);
 
 // Removes initializers that no node (in any subgraph) and no graph output reads, and
 // value_info entries of tensors that no longer exist.

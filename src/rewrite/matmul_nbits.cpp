@@ -19,15 +19,13 @@ constexpr int32_t kZeroCode = 8;   // MatMulNBits' default zero point for 4 bits
 
 // How many times each name is read by the nodes of `graph` and of the bodies inside them.
 void count_reads(const onnx::GraphProto& graph, std::unordered_map<std::string, int>& reads) {
-  for (const auto& node : graph.node()) {
-    for (const std::string& input : node.input()) {
-      if (!input.empty()) ++reads[input];
+  for_each_graph(graph, [&](const onnx::GraphProto& g) {
+    for (const auto& node : g.node()) {
+      for (const std::string& input : node.input()) {
+        if (!input.empty()) ++reads[input];
+      }
     }
-    for (const auto& attribute : node.attribute()) {
-      if (attribute.has_g()) count_reads(attribute.g(), reads);
-      for (const auto& body : attribute.graphs()) count_reads(body, reads);
-    }
-  }
+  });
 }
 
 class Replacer {
