@@ -231,7 +231,24 @@ Tensor quantize_bias(const Tensor& bias, std::span<const float> scales);
 // The first bias element whose code at `scales` (as quantize_bias takes them) falls outside
 // the int32 range, where quantize_bias would saturate: a weight channel of zeros (or nearly)
 // gets a scale near kMinScale, and bias / (input scale x kMinScale) overflows. nullopt when
-// every element fits. The caller keeps such a bias in float and says which node.
+// every element fits.
 std::optional<size_t> saturating_bias_element(const Tensor& bias, std::span<const float> scales);
+
+// What raise_weight_scales_for_bias changed.
+struct BiasFit {
+  size_t raised = 0;     // weight scales raised (channels, or 1 for a per-tensor scale)
+  double factor = 1.0;   // the largest raise, new scale / old
+};
+
+// Raises weight scales just enough that every element of the 1-D `bias` has an int32 code at
+// input_scale x weight scale (as quantize_bias takes them): one scale per bias element, or one
+// for the whole weight. ONNX Runtime turns a float bias next to dequantized input and weight
+// into int32 codes at that scale itself (its WeightBiasQuantization, at every optimization
+// level above none) and an overflowing code wraps to INT32_MIN, so a bias cannot be left float
+// there; a larger weight scale only coarsens that channel's weight grid (it never clips, the
+// zero point stays). A power-of-two format's scale is raised to the next 2^k. NaN bias elements
+// and scales that already fit are left alone.
+BiasFit raise_weight_scales_for_bias(const Tensor& bias, float input_scale, std::vector<float>& weight_scales,
+                                     bool power_of_two);
 
 }  // namespace mixprec

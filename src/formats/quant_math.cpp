@@ -264,6 +264,36 @@ std::optional<size_t> saturating_bias_element(const Tensor& bias, std::span<cons
   return std::nullopt;
 }
 
+BiasFit raise_weight_scales_for_bias(const Tensor& bias, float input_scale, std::vector<float>& weight_scales,
+                                     bool power_of_two) {
+  const std::vector<float> values = bias.to_floats();
+  BiasFit fit;
+  if (weight_scales.size() != 1 && weight_scales.size() != values.size()) {
+    throw_internal("raise_weight_scales_for_bias: " + std::to_string(weight_scales.size()) +
+                   " weight scales for a bias of shape " + shape_to_string(bias.shape()));
+  }
+  // A little below INT32_MAX: the bias scale is stored as a float product, rounded either way.
+  constexpr double kCodeLimit = static_cast<double>(std::numeric_limits<int32_t>::max()) * (1.0 - 1e-6);
+  for (size_t c = 0; c < weight_scales.size(); ++c) {
+    double largest = 0;  // |bias| this scale must reach
+    for (size_t i = 0; i < values.size(); ++i) {
+      if ((weight_scales.size() == 1 || i == c) && std::isfinite(values[i])) {
+        largest = std::max(largest, std::fabs(static_cast<double>(values[i])));
+      }
+    }
+    const double needed = largest / (static_cast<double>(input_scale) * kCodeLimit);
+    const double old_scale = weight_scales[c];
+    if (needed <= old_scale) continue;
+    float raised = power_of_two ? std::exp2f(std::ceil(std::log2f(static_cast<float>(needed))))
+                                : static_cast<float>(needed);
+    while (static_cast<double>(raised) < needed) raised = std::nextafter(raised, std::numeric_limits<float>::infinity());
+    weight_scales[c] = raised;
+    ++fit.raised;
+    fit.factor = std::max(fit.factor, static_cast<double>(raised) / old_scale);
+  }
+  return fit;
+}
+
 Tensor quantize_bias(const Tensor& bias, std::span<const float> scales) {
   const std::vector<float> values = bias.to_floats();
   if (scales.size() != 1 && scales.size() != values.size()) {

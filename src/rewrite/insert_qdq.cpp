@@ -19,8 +19,9 @@
 // for the same; the range comes from the calibration statistics through the spec's method.
 // Weights and biases are float initializers quantized once, offline (per channel along the
 // op's output-channel axis when the spec says per_channel). With Int32Bias a bias whose node
-// has integer input and weight formats becomes int32 codes at input scale x weight scale
-// (one that would overflow int32 stays float, with a warning naming the node).
+// has integer input and weight formats becomes int32 codes at input scale x weight scale;
+// where a code would overflow int32 the weight's scale is raised until it fits, with a warning
+// naming the node (ONNX Runtime would otherwise quantize the float bias itself, and wrap).
 // output_tensors specs put a pair after the node; a graph output keeps its name.
 // Nodes are emitted in the original order with inserted nodes just before their consumer
 // (or just after their producer for outputs), so the graph stays topologically sorted.
@@ -36,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/text.h"
 #include "config/weight_grid.h"
 #include "ir/graph_view.h"
 #include "ir/node_builder.h"
@@ -157,8 +159,19 @@ class Inserter {
       if (!input_spec) input_spec = spec;  // the data input's parameters feed the bias scale
       note_format(spec.format);
     }
+    // A bias that becomes int32 codes at input scale x weight scale: ours with Int32Bias, or
+    // ONNX Runtime's when the bias stays float (its WeightBiasQuantization quantizes a float
+    // Conv/Gemm bias between dequantized operands). Either way the codes must fit, which the
+    // weight's scales are raised for.
+    const bool bias_stays_float = !config.bias || config.bias->format == FormatId::kFloat32 ||
+                                  format_traits(config.bias->format).is_block;
+    const bool int32_bias_inputs = traits.extra_weight_inputs == 0 && bias_index >= 0 && input_spec &&
+                                   has_integer_codes(input_spec->format) && input_spec->params.scale.size() == 1;
+    const bool bias_limited = int32_bias_inputs && (options_.int32_bias || bias_stays_float);
     if (weight_index >= 0 && config.weight && config.weight->format != FormatId::kFloat32) {
-      weight_spec = weight_operand(node, weight_index, *config.weight);
+      std::optional<BiasLimit> limit;
+      if (bias_limited) limit = BiasLimit{node.input(bias_index), input_spec->params.scale[0]};
+      weight_spec = weight_operand(node, weight_index, *config.weight, limit);
       note_format(weight_spec->format);
       for (int i = 0; i < node.input_size(); ++i) {
         if (extra_weight(i)) weight_operand(node, i, *config.weight);  // the grid's axis follows each one's rank
@@ -169,11 +182,9 @@ class Inserter {
     // decides. (Not a recurrent op's: its bias is added to each gate in float, not to one
     // accumulator; not FP8's, which accumulates in float; not a block-wise weight's, with
     // several scales per output channel.)
-    const bool int32_bias = options_.int32_bias && traits.extra_weight_inputs == 0 && input_spec &&
-                            has_integer_codes(input_spec->format) && weight_spec &&
-                            has_integer_codes(weight_spec->format) && weight_spec->params.block_size == 0 &&
-                            input_spec->params.scale.size() == 1;
-    if (bias_index >= 0 && int32_bias) {
+    const bool int32_bias = options_.int32_bias && int32_bias_inputs && weight_spec && has_integer_codes(weight_spec->format) &&
+                            weight_spec->params.block_size == 0;
+    if (int32_bias) {
       int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
     } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32 &&
                !format_traits(config.bias->format).is_block) {
@@ -233,9 +244,17 @@ class Inserter {
     return out;
   }
 
+  // A bias that will become int32 codes at input_scale x the weight's scales.
+  struct BiasLimit {
+    std::string bias;
+    float input_scale = 0;
+  };
+
   // Replaces a float weight initializer by its stored codes (or low-precision copy) and the
-  // node that turns it back into float. Returns the weight's resolved spec.
-  ResolvedSpec weight_operand(onnx::NodeProto& node, int index, const TensorQuantSpec& spec) {
+  // node that turns it back into float. Returns the weight's resolved spec. With `limit`, the
+  // weight's integer scales are raised where the bias would overflow int32 codes.
+  ResolvedSpec weight_operand(onnx::NodeProto& node, int index, const TensorQuantSpec& spec,
+                              const std::optional<BiasLimit>& limit = std::nullopt) {
     const std::string name = node.input(index);
     const Tensor w = tensor_from_proto(*specs_.initializer(name), label_);
     ResolvedSpec out{spec.format, {}};
@@ -250,9 +269,25 @@ class Inserter {
     }
     config::WeightGrid grid = config::weight_grid(node, spec, w, label_);
     if (grid.axis >= 0) pairs_.need_opset(kOpsetPerChannelQdq);
+    if (limit && has_integer_codes(spec.format) && grid.params.block_size == 0) fit_bias(node, *limit, spec.format, grid.params);
     out.params = std::move(grid.params);
     node.set_input(index, stored_codes(name, quantize_tensor(w, out.params, spec.format), spec.format, out.params));
     return out;
+  }
+
+  void fit_bias(const onnx::NodeProto& node, const BiasLimit& limit, FormatId format, QuantParams& params) {
+    const Tensor b = tensor_from_proto(*specs_.initializer(limit.bias), label_);
+    if (params.scale.size() != 1 && static_cast<int64_t>(params.scale.size()) != b.numel()) return;
+    const BiasFit fit = raise_weight_scales_for_bias(b, limit.input_scale, params.scale,
+                                                     format_traits(format).power_of_two_scale);
+    if (fit.raised == 0) return;
+    const bool per_tensor = params.scale.size() == 1;
+    log_warning(label_ + ": node '" + node.name() + "': bias '" + limit.bias + "' overflows int32 codes at input scale x weight scale; " +
+                (per_tensor ? std::string("the per-tensor weight scale") : std::to_string(fit.raised) + " weight channel scale(s)") +
+                " raised up to x" + text::fixed(fit.factor, 2) + " so it fits (" +
+                (per_tensor ? "every channel's weights are that much coarser; per-channel weights confine it to the channels whose bias needs it"
+                            : "those channels' weights are that much coarser: a large bias next to small weights") +
+                ")");
   }
 
   // Bias codes at scale = input scale x weight scale (per output channel with a per-channel
@@ -266,10 +301,11 @@ class Inserter {
     if (const auto element = saturating_bias_element(b, params.scale)) {
       // Saturated codes would silently change the bias (0.5 read back as 0.0152): keep it exact.
       const size_t i = *element;
+      // (fit_bias raised the weight scales so this cannot happen unless the scales stopped fitting.)
       log_warning(label_ + ": node '" + node.name() + "': bias '" + name + "' element " + std::to_string(i) + " (" +
                   std::to_string(b.to_floats()[i]) + ") overflows int32 at input scale x weight scale " +
                   std::to_string(params.scale[params.scale.size() == 1 ? 0 : i]) +
-                  " (a weight channel of zeros or near zeros); the bias stays float");
+                  "; the bias stays float (ONNX Runtime may requantize it to int32 and wrap)");
       return;
     }
     ++summary_.quantized_weights;

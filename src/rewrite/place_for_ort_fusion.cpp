@@ -52,6 +52,7 @@
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
 #include "mixprec/formats.h"
+#include "mixprec/log.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
 #include "rewrite/qdq_pairs.h"
@@ -547,7 +548,12 @@ class Applier {
     onnx::TensorProto& scale = mutable_initializer(bias_dq.input(1));
     std::vector<float> scales = tensor_from_proto(*specs_.initializer(weight_dq.input(1)), label_).to_floats();
     for (float& s : scales) s = rescale.input_scale * s;
-    codes = tensor_to_proto(quantize_bias(float_bias(n, traits.config_bias_input()), scales), codes.name());
+    const Tensor bias = float_bias(n, traits.config_bias_input());
+    if (const auto element = saturating_bias_element(bias, scales)) {
+      log_warning(label_ + ": node '" + n.name() + "': bias element " + std::to_string(*element) +
+                  " saturates int32 at the input scale placed for ONNX Runtime's fusion; it reads back clipped");
+    }
+    codes = tensor_to_proto(quantize_bias(bias, scales), codes.name());
     const Shape scale_shape(scale.dims().begin(), scale.dims().end());
     scale = tensor_to_proto(Tensor::from_floats(scale_shape, scales), scale.name());
   }

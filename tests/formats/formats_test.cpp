@@ -454,5 +454,44 @@ TEST(QuantBias, SaturatingElementIsFound) {
   EXPECT_EQ(saturating_bias_element(Tensor::from_floats({1}, std::vector<float>{2147483520.0f}), exact), std::nullopt);
 }
 
+// ppocr_cls's first Conv under int16 activations and weights: input scale 2^-15 (range 1),
+// channel 1's weights reach 0.5 (scale 2^-16), its bias is 3.0: 3.0 / 2^-31 = 6.4e9 codes,
+// past INT32_MAX. The scale must reach 3.0 / (2^-15 x INT32_MAX) = 4.5776e-5 (x3.0), channel 0
+// (bias 0.1) keeps its scale, a NaN element is ignored.
+TEST(QuantBias, WeightScalesAreRaisedJustEnoughForTheBiasToFit) {
+  const float input_scale = 1.0f / 32768;
+  const Tensor bias = Tensor::from_floats({3}, std::vector<float>{0.1f, 3.0f, std::nanf("")});
+  std::vector<float> scales = {1.0f / 65536, 1.0f / 65536, 1.0f / 65536};
+  const BiasFit fit = raise_weight_scales_for_bias(bias, input_scale, scales, false);
+  EXPECT_EQ(fit.raised, 1u);
+  EXPECT_FLOAT_EQ(scales[0], 1.0f / 65536);
+  EXPECT_FLOAT_EQ(scales[2], 1.0f / 65536);
+  const double needed = 3.0 * 32768 / 2147483647.0;
+  EXPECT_GE(scales[1], needed);
+  EXPECT_LT(scales[1], needed * (1 + 2e-6));  // just enough, not a power of two
+  EXPECT_NEAR(fit.factor, needed * 65536, 1e-4);
+  std::vector<float> bias_scales;
+  for (float s : scales) bias_scales.push_back(input_scale * s);
+  EXPECT_EQ(saturating_bias_element(bias, bias_scales), std::nullopt);
+  const int32_t code = int32_values(quantize_bias(bias, bias_scales))[1];
+  EXPECT_GT(code, 2147000000);  // the bias uses nearly the whole int32 range: its error is 2^-31 relative
+  EXPECT_NEAR(code * static_cast<double>(bias_scales[1]), 3.0, 3.0 * 1e-6);
+
+  // A power-of-two format goes to the next 2^k: 4.5776e-5 -> 2^-14 (x4); per tensor, the one
+  // scale covers the largest |bias|.
+  std::vector<float> pow2 = {1.0f / 65536, 1.0f / 65536, 1.0f / 65536};
+  EXPECT_EQ(raise_weight_scales_for_bias(bias, input_scale, pow2, true).factor, 4.0);
+  EXPECT_EQ(pow2[1], 1.0f / 16384);
+  std::vector<float> per_tensor = {1.0f / 65536};
+  const BiasFit whole = raise_weight_scales_for_bias(bias, input_scale, per_tensor, false);
+  EXPECT_EQ(whole.raised, 1u);
+  EXPECT_GE(per_tensor[0], needed);
+  // Scales that fit are left alone; a scale count that matches neither 1 nor the bias is ours.
+  std::vector<float> fine = {0.01f, 0.01f, 0.01f};
+  EXPECT_EQ(raise_weight_scales_for_bias(bias, input_scale, fine, false).raised, 0u);
+  std::vector<float> two = {0.01f, 0.01f};
+  EXPECT_THROW(raise_weight_scales_for_bias(bias, input_scale, two, false), Error);
+}
+
 }  // namespace
 }  // namespace mixprec
