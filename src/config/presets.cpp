@@ -60,6 +60,11 @@ constexpr PresetRow kPresets[] = {
   {"BF16",  kBFloat16,  true,  kBFloat16,  false, kBFloat16,    kMinMax},
   // FP16: the same in float16.
   {"FP16",  kFloat16,   true,  kFloat16,   false, kFloat16,     kMinMax},
+  // S16S16: int16 activations and int16 per-channel weights, int32 bias; MinMax (Quark's
+  // S16S16). Input scale x weight scale is ~2^-30 here, so a bias larger than about twice
+  // |x| |w| raises its channel's weight scale to fit int32 (insert_qdq warns which). The
+  // lift of Quark's S16S16_MIXED_S8S8 search: explore --preset A8W8 --lift S16S16.
+  {"S16S16", kInt16,    true,  kInt16,     true,  std::nullopt, kMinMax},
   // Block formats (no calibration: each block takes its shared exponent from its values):
   // activations through a com.amd.quark node, weights rounded offline, bias float. The
   // parameters are Quark's (format_table.cpp).

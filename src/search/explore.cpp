@@ -1015,14 +1015,15 @@ std::vector<std::string> lift_ladder(const std::string& lift) {
     if (rungs[i].empty()) throw_bad_input("", "the lift ladder '" + lift + "' has an empty rung " + std::to_string(i + 1));
     const auto preset = preset_config(rungs[i]);
     const std::optional<TensorQuantSpec> activations = preset ? preset->global.input_tensors : std::nullopt;
-    // A rung is a float or block format, or 16-bit integer activations (A16W8 from an INT8 base:
-    // Quark's S16S16_MIXED_S8S8 idea, INT8 where it is enough and INT16 where it is not).
+    // A rung is a float or block format, or 16-bit integer activations (A16W8, or S16S16 with
+    // int16 weights too: from an INT8 base that is Quark's S16S16_MIXED_S8S8, INT8 where it is
+    // enough and INT16 where it is not).
     const bool wide_integer = activations && has_integer_codes(activations->format) &&
                               dtype_size(format_traits(activations->format).storage) == 2;
     if (!activations || (format_traits(activations->format).is_qdq && !wide_integer)) {
       throw_bad_input("", "cannot lift layers to '" + rungs[i] + "'" + where(i) +
                               " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...; "
-                              "or 16-bit integer activations: A16W8)");
+                              "or 16-bit integers: A16W8, S16S16)");
     }
     const auto same = std::find(formats.begin(), formats.end(), activations->format);
     if (same != formats.end()) {

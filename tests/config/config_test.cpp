@@ -354,6 +354,7 @@ TEST(PresetTest, EachPresetHasItsDocumentedStructure) {
       {"A16W8", FormatId::kInt16, true, FormatId::kInt8, true, std::nullopt, CalibMethod::kMinMax},
       {"BF16", FormatId::kBFloat16, true, FormatId::kBFloat16, false, FormatId::kBFloat16, CalibMethod::kMinMax},
       {"FP16", FormatId::kFloat16, true, FormatId::kFloat16, false, FormatId::kFloat16, CalibMethod::kMinMax},
+      {"S16S16", FormatId::kInt16, true, FormatId::kInt16, true, std::nullopt, CalibMethod::kMinMax},
   };
   std::vector<std::string> names;
   for (const Expected& row : rows) {

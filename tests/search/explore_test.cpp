@@ -452,9 +452,10 @@ TEST_F(ExploreTest, LiftLaddersAreCheckedUpFrontNamingTheOffendingRung) {
   };
   const auto message = [&](const std::string& lift) { return error_of([&] { lift_ladder(lift); }); };
   const std::string formats =
-      " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...; or 16-bit integer "
-      "activations: A16W8)";
+      " (a float or block format: BF16, FP16, BFP16, MX4, MX6, MX9, MXINT8, MXFP8E4M3, ...; or 16-bit integers: "
+      "A16W8, S16S16)";
   EXPECT_EQ(lift_ladder("A16W8,BF16"), (std::vector<std::string>{"A16W8", "BF16"}));
+  EXPECT_EQ(lift_ladder("S16S16"), std::vector<std::string>{"S16S16"});
   EXPECT_EQ(message("XINT8"), "cannot lift layers to 'XINT8'" + formats);
   EXPECT_EQ(message("MX9,XINT8"), "cannot lift layers to 'XINT8', rung 2 of the ladder 'MX9,XINT8'" + formats);
   EXPECT_EQ(message("MX9,BF17"), "cannot lift layers to 'BF17', rung 2 of the ladder 'MX9,BF17'" + formats);
