@@ -492,6 +492,10 @@ QuantPlan plan_from_json(const Json& json, const std::string& label) {
   plan.backend = intent["backend"].get<std::string>();
   plan.requires_confirmation = json["requires_confirmation"].get<bool>();
   plan.preset = json["preset"].get<std::string>();
+  if (!preset_config(plan.preset)) {
+    throw_bad_input(label, "not a valid plan: /preset: unknown preset '" + plan.preset + "' (known: " +
+                               text::join(preset_names()) + ")");
+  }
   plan.calib_method = *calib_method_from_name(json["calibration"]["method"].get<std::string>());
   plan.calibration_samples = json["calibration"]["samples"].get<int64_t>();
   plan.calibration_batch = json["calibration"]["batch"].get<int64_t>();
