@@ -21,6 +21,7 @@ Command add_guide(CLI::App& app) {
     SetupFlags setup;
     DeploymentFlags deployment;
     SearchFlags search;
+    ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -39,6 +40,7 @@ Command add_guide(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
   flags->search.add_to(*cmd);
+  flags->config_format.add_to(*cmd, "the configs the work dir holds (quantized, explore's final and pareto, ladder's, requantized)");
   flags->setup.add_to(*cmd, 0,
                       "calibration files, pictures or folders (default: the --data files, else seeded random data, "
                       "with a warning)");
@@ -56,6 +58,7 @@ Command add_guide(CLI::App& app) {
             params.stage = parse_choice(guide_stage_names(), "--stage", flags->stage);
             params.edge_quant = parse_choice(edge_quant_names(), "--edge-quant", flags->edge_quant);
             params.explore = flags->explore;
+            params.config_shape = flags->config_format.resolve();
             if (flags->strategy != "default" && flags->strategy != "ladder") {
               throw_bad_input("", "unknown --strategy '" + flags->strategy + "' (default, ladder)");
             }

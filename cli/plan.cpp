@@ -14,6 +14,7 @@ Command add_plan(CLI::App& app) {
     std::vector<std::string> algorithms;
     size_t samples = 0;
     bool yes = false, force = false, json = false, schema = false;
+    ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -31,6 +32,7 @@ Command add_plan(CLI::App& app) {
   cmd->add_flag("--force", flags->force, "keep a request a hard gate rejects; the plan records it as a high risk");
   cmd->add_flag("--yes", flags->yes, "accept a draft plan (unknown architecture) as confirmed");
   cmd->add_option("-o,--output", flags->output, "plan file to write")->capture_default_str();
+  flags->config_format.add_to(*cmd, "the config inside the plan (quantize --plan reads either)");
   cmd->add_flag("--json", flags->json, "print the plan as JSON instead of the table");
   cmd->add_flag("--schema", flags->schema, "print the plan's JSON schema and exit");
   cmd->footer(kExitCodesHelp);
@@ -52,9 +54,10 @@ Command add_plan(CLI::App& app) {
             params.force = flags->force;
             params.confirmed = flags->yes;
             const QuantPlan plan = make_plan(params);
-            save_plan(plan, flags->output);
+            const ConfigShape shape = flags->config_format.resolve();
+            save_plan(plan, flags->output, shape);
             if (flags->json) {
-              std::cout << plan_to_json(plan).dump(2) << "\n";
+              std::cout << plan_to_json(plan, shape).dump(2) << "\n";
             } else {
               std::cout << plan_text(plan) << "written  " << flags->output << "\n";
             }

@@ -13,6 +13,7 @@ Command add_requantize(CLI::App& app) {
     std::string model, config, preset, output, work_dir;
     SetupFlags setup;
     DeploymentFlags deployment;
+    ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -25,6 +26,7 @@ Command add_requantize(CLI::App& app) {
   flags->setup.add_to(*cmd, 100,
                       "calibration files, pictures or folders (default: the --data files, else seeded random data, "
                       "with a warning)");
+  flags->config_format.add_to(*cmd, "the config written beside the model (OUTPUT.config.json)");
   flags->deployment.add_to(*cmd, "execution provider the requantized model is checked to load on (accuracy runs on CPU)");
   cmd->footer(std::string(kExitCodesHelp) + " requantize exits 3 when the new model misses the criterion.");
   return {cmd, [flags] {
@@ -39,6 +41,7 @@ Command add_requantize(CLI::App& app) {
             params.deployment = flags->deployment.resolve();
             params.config = {.path = flags->config, .preset = flags->preset};
             params.output_path = flags->output;
+            params.config_shape = flags->config_format.resolve();
             const RequantizeReport r = requantize(params);
             std::cout << requantize_text(r);
             return r.new_verdict.pass ? kExitOk : kExitAccuracyFailure;

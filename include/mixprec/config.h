@@ -243,6 +243,9 @@ QuantConfig load_config(const std::string& path);  // kIo when unreadable
 // (no file: the caller names it) for what Quark's shape cannot say: a ch_axis, an unknown key,
 // a calibration method Quark's tensor config has no spelling for, ...
 nlohmann::ordered_json config_to_json(const QuantConfig& config, ConfigShape shape = ConfigShape::kMixprec);
+// The text save_config writes to `path` (config_to_json, indented); its errors name `path`, so
+// a caller can ask for it before any work and fail early on what the shape cannot hold.
+std::string config_file_text(const QuantConfig& config, ConfigShape shape, const std::string& path);
 void save_config(const QuantConfig& config, const std::string& path,
                  ConfigShape shape = ConfigShape::kMixprec);  // atomic
 

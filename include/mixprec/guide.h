@@ -55,6 +55,8 @@ struct GuideParams {
   SearchOptions search;
   size_t latency_runs = 20;     // exec: timed runs per model (after one warm-up)
   EdgeQuant edge_quant = EdgeQuant::kAuto;
+  // The shape of the configs the work dir holds (quantized.config.json, explore's, the ladder's).
+  ConfigShape config_shape = ConfigShape::kMixprec;
 };
 
 // --- phase results -------------------------------------------------------------------------

@@ -110,11 +110,13 @@ QuantPlan make_plan(const PlanParams& params);
 
 // The schema every plan file follows (schemas/quant_plan.schema.json).
 const nlohmann::ordered_json& plan_schema();
-nlohmann::ordered_json plan_to_json(const QuantPlan& plan);
+// `shape`: of the embedded config (either reads back); what Quark's cannot hold is kBadInput.
+nlohmann::ordered_json plan_to_json(const QuantPlan& plan, ConfigShape shape = ConfigShape::kMixprec);
 // `label` names the file in errors; the JSON must validate against plan_schema() (kBadInput
 // listing the violations otherwise).
 QuantPlan plan_from_json(const nlohmann::ordered_json& json, const std::string& label);
-void save_plan(const QuantPlan& plan, const std::string& path);  // atomic
+void save_plan(const QuantPlan& plan, const std::string& path,
+               ConfigShape shape = ConfigShape::kMixprec);  // atomic; errors name `path`
 QuantPlan load_plan(const std::string& path);
 
 // Why `plan` cannot be executed by mixprec quantize as it stands (it needs confirmation, or

@@ -78,6 +78,7 @@ struct RequantizeParams {
   DeploymentTarget deployment;  // its provider is asked to load the requantized model
   ConfigSource config;          // the new config: a file or a preset
   std::string output_path;
+  ConfigShape config_shape = ConfigShape::kMixprec;  // of OUTPUT.config.json
 };
 
 struct RequantizeReport {

@@ -620,8 +620,16 @@ nlohmann::ordered_json config_to_json(const QuantConfig& config, ConfigShape sha
   return json;
 }
 
+std::string config_file_text(const QuantConfig& config, ConfigShape shape, const std::string& path) {
+  try {
+    return config_to_json(config, shape).dump(2) + "\n";
+  } catch (const Error& error) {
+    throw Error(error.kind(), path, error.message());
+  }
+}
+
 void save_config(const QuantConfig& config, const std::string& path, ConfigShape shape) {
-  write_file_atomically(path, config_to_json(config, shape).dump(2) + "\n");
+  write_file_atomically(path, config_file_text(config, shape, path));
 }
 
 }  // namespace mixprec

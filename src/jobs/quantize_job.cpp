@@ -97,16 +97,6 @@ std::string config_path_for(const std::string& output) {
   return fs::path(output).replace_extension(".config.json").string();
 }
 
-// The effective config as written beside the model, in `shape`; what the shape cannot hold is
-// an error naming that file.
-std::string config_text(const QuantConfig& config, ConfigShape shape, const std::string& config_path) {
-  try {
-    return config_to_json(config, shape).dump(2) + "\n";
-  } catch (const Error& error) {
-    throw Error(error.kind(), config_path, error.message());
-  }
-}
-
 // Both files or neither: the config goes to a temporary name first, the model is saved
 // (atomically; every large tensor to its external data file when the config asks for it), then
 // the config is renamed into place; a failure at any point removes what this call wrote.
@@ -146,7 +136,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   if (params.calib_method) override_calib_method(config, *params.calib_method);
   report.config_path = config_path_for(params.output_path);
   // Before any work: a config the requested shape cannot hold fails now, not after calibrating.
-  const std::string config_json = config_text(config, params.config_shape, report.config_path);
+  const std::string config_json = config_file_text(config, params.config_shape, report.config_path);
   const SessionOptions session = accuracy_session(params.deployment);
   // Memory: a model over 2 GB must fit twice, not more (one copy here, one in ONNX Runtime),
   // so the loaded model is consumed by the preparation whenever calibration needs no graph of

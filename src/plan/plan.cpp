@@ -437,7 +437,7 @@ const Json& plan_schema() {
   return schema;
 }
 
-Json plan_to_json(const QuantPlan& plan) {
+Json plan_to_json(const QuantPlan& plan, ConfigShape shape) {
   Json decisions = Json::array();
   for (const auto& d : plan.decisions) decisions.push_back({{"decision", d.decision}, {"value", d.value}, {"reason", d.reason}});
   Json risks = Json::array();
@@ -461,7 +461,7 @@ Json plan_to_json(const QuantPlan& plan) {
                       {"samples", plan.evaluation_samples}}},
       {"decisions", decisions},
       {"risks", risks},
-      {"config", config_to_json(plan.config)},
+      {"config", config_to_json(plan.config, shape)},
   };
   return json;
 }
@@ -516,8 +516,13 @@ QuantPlan plan_from_json(const Json& json, const std::string& label) {
   return plan;
 }
 
-void save_plan(const QuantPlan& plan, const std::string& path) {
-  const Json json = plan_to_json(plan);
+void save_plan(const QuantPlan& plan, const std::string& path, ConfigShape shape) {
+  Json json;
+  try {
+    json = plan_to_json(plan, shape);
+  } catch (const Error& error) {
+    throw Error(error.kind(), path, error.message());
+  }
   const std::vector<std::string> errors = validate_json(plan_schema(), json);
   if (!errors.empty()) throw Error(ErrorKind::kInternal, path, "the plan does not follow its schema: " + errors.front());
   write_file_atomically(path, json.dump(2) + "\n");

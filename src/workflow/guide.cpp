@@ -151,7 +151,7 @@ class Guide {
     report_.final_model_path = quantize.model_path = work_file("quantized.onnx");
     report_.final_config_path = quantize.config_path = work_file("quantized.config.json");
     save_model(*quantized.model, report_.final_model_path);
-    save_config(chosen, report_.final_config_path);
+    save_config(chosen, report_.final_config_path, params_.config_shape);
     quantize.layers = bench.node_formats(chosen, *device_).size();
     quantize.integer_layers = bench.quantized_layers(chosen).size();
     quantize.formats = formats_used(chosen);
@@ -180,7 +180,7 @@ class Guide {
     if (report_.pass) {
       report_.final_model_path = r.chosen_model_path;
       report_.final_config_path = work_file("ladder_" + chosen + ".config.json");
-      save_config(*preset_config(chosen), report_.final_config_path);
+      save_config(*preset_config(chosen), report_.final_config_path, params_.config_shape);
       report_.criterion = r.rungs.back().verdict.criterion;
     }
     end(std::move(r));
@@ -266,6 +266,8 @@ class Guide {
     if (const auto why = device_rejects(*device_, formats_used(config))) {
       throw_bad_input(params_.config_path.empty() ? params_.setup.model_path : params_.config_path, *why);
     }
+    // Before any work: a config --config-format's shape cannot hold fails now.
+    config_file_text(config, params_.config_shape, work_file("quantized.config.json"));
     result.formats = formats_used(config);
     end(std::move(result));
     return config;
@@ -282,7 +284,7 @@ class Guide {
     SearchOptions search = params_.search;
     search.base_config = config;  // its calibration method is the quantize phase's choice
     result.search = search;
-    ExploreResult r = explore({params_.setup, params_.deployment, search});
+    ExploreResult r = explore({params_.setup, params_.deployment, search, params_.config_shape});
     current_.status = pass_fail(r.final_verdict.pass);
     report_.final_model_path = r.final_model_path;
     report_.final_config_path = r.final_config_path;
@@ -414,6 +416,7 @@ class Guide {
     RequantizeParams p{params_.setup, params_.deployment};
     p.config.path = params_.config_path;
     p.output_path = work_file("requantized.onnx");
+    p.config_shape = params_.config_shape;
     RequantizeReport r = requantize(p);
     current_.status = pass_fail(r.new_verdict.pass);
     report_.pass = r.new_verdict.pass;

@@ -27,6 +27,9 @@ RequantizeReport requantize(const RequantizeParams& params) {
   }
   const QuantConfig config = resolve_config(params.config);  // a bad config fails before any work
   if (params.output_path.empty()) throw_bad_input("", "requantize needs an output path");
+  report.config_path = fs::path(params.output_path).replace_extension(".config.json").string();
+  // So does a config --config-format's shape cannot hold.
+  const std::string config_json = config_file_text(config, params.config_shape, report.config_path);
   const std::string& model_path = params.setup.model_path;
   const onnx::ModelProto quantized = load_model(model_path);
   const ModelAnalysis analysis = analyze_model(quantized, model_path);
@@ -57,8 +60,7 @@ RequantizeReport requantize(const RequantizeParams& params) {
 
   save_model(*fresh.model, params.output_path);
   report.output_path = params.output_path;
-  report.config_path = fs::path(params.output_path).replace_extension(".config.json").string();
-  save_config(config, report.config_path);
+  write_file_atomically(report.config_path, config_json);
   if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, report.output_path));
   report.warnings = warnings.warnings();
   return report;

@@ -94,6 +94,27 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   EXPECT_TRUE(std::ranges::any_of(exec, [](const std::string& l) { return l.rfind("full INT8  min", 0) == 0; }));
 }
 
+// --config-format quark: every config the work dir holds (the quantize phase's, explore's final)
+// is in Quark's shape and reads back as what ran.
+TEST_F(GuideTest, ConfigsAreWrittenInQuarksShapeWhenAsked) {
+  GuideParams p = params();
+  p.explore = true;
+  p.config_shape = ConfigShape::kQuark;
+  const GuideReport r = guide(p);
+  ASSERT_TRUE(r.pass);
+  for (const std::string& file : {path("work/quantized.config.json"), r.final_config_path}) {
+    const auto written = nlohmann::ordered_json::parse(read_file(file, "config"));
+    EXPECT_EQ(detect_config_shape(written, file), ConfigShape::kQuark) << file;
+  }
+  EXPECT_EQ(r.final_config_path, path("work/final_config.json"));
+  // Read back, the final config lifts the layer explore lifted.
+  const onnx::ModelProto model = load_model(path("model.onnx"));
+  const std::vector<NodeAssignment> assignment = assign_layers(load_config(r.final_config_path), model, "test");
+  const auto mix = std::ranges::find(assignment, "mix", &NodeAssignment::node_name);
+  ASSERT_NE(mix, assignment.end());
+  EXPECT_EQ(mix->config.input_tensors->format, FormatId::kBFloat16);
+}
+
 TEST_F(GuideTest, TheProposalComesFromThePlanAndNamesTheArchitectureItFound) {
   // A MatMul front end feeding an LSTM: a recurrent model. The proposal used to call every
   // model on an NPU "a CNN"; it is the plan's (npu_cnn for non-attention models) and says what

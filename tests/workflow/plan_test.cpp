@@ -72,6 +72,11 @@ TEST_F(PlanTest, EveryTargetAndGoalGivesASchemaValidPlanThatRoundTrips) {
         const std::string plan_file = path("plan.json");
         save_plan(plan, plan_file);
         EXPECT_EQ(load_plan(plan_file), plan);
+        // The embedded config in Quark's shape (plan --config-format quark) reads back the same.
+        const Json quark = plan_to_json(plan, ConfigShape::kQuark);
+        EXPECT_EQ(detect_config_shape(quark["config"], "plan.json"), ConfigShape::kQuark);
+        EXPECT_EQ(validate_json(plan_schema(), quark), std::vector<std::string>{});
+        EXPECT_EQ(plan_from_json(quark, "plan.json"), plan);
       }
     }
   }
@@ -248,6 +253,32 @@ TEST_F(PlanTest, ABackendMissingFromTheLoadedRuntimeIsARisk) {
   const bool has_cuda = std::ranges::find(available, "CUDAExecutionProvider") != available.end();
   EXPECT_EQ(has_risk(make_plan(params(file, PlanTarget::kCuda)), "medium", "CUDAExecutionProvider is not in"), !has_cuda);
   EXPECT_FALSE(has_risk(make_plan(params(file, PlanTarget::kCpu)), "medium", "is not in the loaded"));
+}
+
+// Every preset quantize takes can be planned (--preset MX9 used to break the plan's own schema,
+// which listed six), and a plan file naming no known preset is refused with the known ones.
+TEST_F(PlanTest, EveryPresetPlansAndAnUnknownOneInAFileIsRefused) {
+  const std::string file = save(testing::conv_chain(1), "cnn.onnx");
+  for (const std::string& name : preset_names()) {
+    PlanParams p = params(file, PlanTarget::kCpu);
+    p.preset = name;
+    const QuantPlan plan = make_plan(p);
+    EXPECT_EQ(plan.preset, name);
+    save_plan(plan, path("plan.json"));
+    EXPECT_EQ(load_plan(path("plan.json")), plan) << name;
+  }
+  Json json = plan_to_json(make_plan(params(file, PlanTarget::kCpu)));
+  json["preset"] = "INT3";
+  write_file_atomically(path("bad.json"), json.dump());
+  try {
+    load_plan(path("bad.json"));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("bad.json: not a valid plan: /preset: unknown preset 'INT3' (known: XINT8, A8W8"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(PlanTest, APlanFileThatBreaksTheSchemaIsRefusedWithThePointer) {

@@ -180,6 +180,33 @@ TEST_F(RequantizeTest, AccuracyIsMeasuredOnCpuWhateverTheProvider) {
   EXPECT_EQ(r.runtimes[0].model, p.output_path);
 }
 
+// --config-format quark: the config beside the requantized model is in Quark's shape and reads
+// back as the preset; one Quark's shape cannot hold (FP8) fails before the strip, writing nothing.
+TEST_F(RequantizeTest, WritesTheConfigInQuarksShapeWhenAskedAndRefusesWhatItCannotHold) {
+  RequantizeParams p = params();
+  p.config.preset = "A16W8";
+  p.config_shape = ConfigShape::kQuark;
+  const RequantizeReport r = requantize(p);
+  const auto written = nlohmann::ordered_json::parse(read_file(r.config_path, "config"));
+  EXPECT_EQ(detect_config_shape(written, r.config_path), ConfigShape::kQuark);
+  EXPECT_EQ(written["global_config"]["input_tensors"]["data_type"], "Int16");
+  const onnx::ModelProto model = load_model(path("model.onnx"));
+  EXPECT_EQ(assign_layers(load_config(r.config_path), model, "test"), assign_layers(*preset_config("A16W8"), model, "test"));
+
+  p.config.preset = "FP8E4M3";
+  p.setup.work_dir = path("work_fp8");
+  p.output_path = path("model_fp8.onnx");
+  try {
+    requantize(p);
+    FAIL() << "Quark's shape held FP8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find(path("model_fp8.config.json")), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(p.output_path));
+  EXPECT_FALSE(fs::exists(path("work_fp8")));
+}
+
 TEST_F(RequantizeTest, NeedsANewConfig) {
   RequantizeParams p = params();
   EXPECT_THROW(requantize(p), Error);
