@@ -49,43 +49,48 @@ bool qdq_activations(const NodeAssignment& a) {
   return false;
 }
 
+// The report's counter of the precision `a` runs in.
+size_t& precision_count(const NodeAssignment& a, QuantizeReport& report) {
+  const auto& c = a.config;
+  auto uses = [&](FormatId f) {
+    for (const auto* spec : {&c.input_tensors, &c.weight, &c.bias, &c.output_tensors}) {
+      if (*spec && (*spec)->format == f) return true;
+    }
+    return false;
+  };
+  if (a.excluded || (!c.input_tensors && !c.weight && !c.bias && !c.output_tensors)) return report.nodes_float;
+  if (uses(FormatId::kBFloat16)) return report.nodes_bf16;
+  if (uses(FormatId::kFloat16)) return report.nodes_fp16;
+  if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) { return t.is_block && uses(t.id); })) {
+    return report.nodes_block;
+  }
+  if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) {
+        return t.is_qdq && !has_integer_codes(t.id) && uses(t.id);  // FP8 codes
+      })) {
+    return report.nodes_fp8;
+  }
+  if (qdq_activations(a) || (c.weight && format_traits(c.weight->format).is_qdq)) return report.nodes_integer;
+  return report.nodes_float;
+}
+
 void count_precisions(const std::vector<NodeAssignment>& assignment, QuantizeReport& report) {
   for (const auto& a : assignment) {
     ++report.nodes;
-    const auto& c = a.config;
-    auto uses = [&](FormatId f) {
-      for (const auto* spec : {&c.input_tensors, &c.weight, &c.bias, &c.output_tensors}) {
-        if (*spec && (*spec)->format == f) return true;
-      }
-      return false;
-    };
-    if (a.excluded || (!c.input_tensors && !c.weight && !c.bias && !c.output_tensors)) {
-      ++report.nodes_float;
-    } else if (uses(FormatId::kBFloat16)) {
-      ++report.nodes_bf16;
-    } else if (uses(FormatId::kFloat16)) {
-      ++report.nodes_fp16;
-    } else if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) { return t.is_block && uses(t.id); })) {
-      ++report.nodes_block;
-    } else if (std::ranges::any_of(all_formats(), [&](const FormatTraits& t) {
-                 return t.is_qdq && !has_integer_codes(t.id) && uses(t.id);  // FP8 codes
-               })) {
-      ++report.nodes_fp8;
-    } else if (qdq_activations(a) || (c.weight && format_traits(c.weight->format).is_qdq)) {
-      ++report.nodes_integer;
-    } else {
-      ++report.nodes_float;
-    }
+    ++precision_count(a, report);
   }
 }
 
 // Body nodes the rewrite left float for want of statistics (a branch calibration never took)
-// were counted as integer from their assignment: they are float, and the summary says which.
-void count_unobserved(QuantizeReport& report) {
+// were counted from their assignment (integer or FP8): they are float, and the summary says which.
+void count_unobserved(const std::vector<NodeAssignment>& assignment, QuantizeReport& report) {
   const std::vector<std::string>& unobserved = report.rewrite.unobserved;
   if (unobserved.empty()) return;
-  report.nodes_integer -= std::min(report.nodes_integer, unobserved.size());
-  report.nodes_float += unobserved.size();
+  for (const std::string& path : unobserved) {
+    const auto a = std::ranges::find(assignment, path, &NodeAssignment::node_name);
+    size_t& counted = a == assignment.end() ? report.nodes_integer : precision_count(*a, report);
+    if (counted > 0) --counted;
+    ++report.nodes_float;
+  }
   constexpr size_t kNamed = 3;
   std::vector<std::string> named(unobserved.begin(), unobserved.begin() + static_cast<long>(std::min(kNamed, unobserved.size())));
   report.rewrite.notes.push_back(
@@ -206,7 +211,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
                 e.message() + "; give --calibration-data or --input-shape so mixprec can run the model once and "
                               "learn the ranks");
   }
-  count_unobserved(report);
+  count_unobserved(assignment, report);
   if (kept) {
     const DataSpec data = calibration_data(params.setup, static_cast<size_t>(config.extra.num_calib_samples));
     const auto source = [&] {

@@ -74,6 +74,17 @@ TEST_F(ControlFlowRealModel, Mx9RoundsEveryConvAndLstmInsideTheBranches) {
   EXPECT_GT(m.psnr_db, 38.0);  // measured 46.0 dB on these frames (BF16: 43.7 dB)
 }
 
+// FP8 in the bodies: the branch calibration never took stays float, and its nodes move from the
+// FP8 count (not the integer one) to float.
+TEST_F(ControlFlowRealModel, Fp8NodesOfTheBranchThatNeverRanAreCountedFloat) {
+  const QuantizeReport q = quantize("FP8E4M3");
+  EXPECT_FALSE(q.rewrite.unobserved.empty());
+  EXPECT_EQ(q.nodes_integer, 0u);
+  EXPECT_GT(q.nodes_fp8, 0u);
+  EXPECT_EQ(q.nodes_float + q.nodes_fp8 + q.nodes_bf16 + q.nodes_fp16 + q.nodes_block, q.nodes);
+  EXPECT_GT(speech_probability("FP8E4M3").cosine, 0.99);
+}
+
 TEST_F(ControlFlowRealModel, Int8CalibratesTheTakenBranchAndSaysWhichBranchNeverRan) {
   const QuantizeReport q = quantize("U8S8");
   // The 16 kHz branch is calibrated inside its body; the 8 kHz branch never runs on 16 kHz audio.
@@ -92,6 +103,8 @@ TEST_F(ControlFlowRealModel, Int8CalibratesTheTakenBranchAndSaysWhichBranchNever
     })) << node;
   }
   EXPECT_GE(q.nodes_integer, 6u);  // the taken branch's Convs (and its LSTM) at least
+  // Every node is counted once: the unobserved ones moved from integer to float.
+  EXPECT_EQ(q.nodes_float + q.nodes_integer + q.nodes_fp8 + q.nodes_bf16 + q.nodes_fp16 + q.nodes_block, q.nodes);
   EXPECT_GE(q.rewrite.qdq_pairs, 6);
   const OutputMetrics& m = speech_probability("U8S8");
   EXPECT_GT(m.max_abs_error, 0.0);
