@@ -196,6 +196,10 @@ struct ExploreResult {
   double final_time_vs_bf16 = 1, int8_time_vs_bf16 = 1;
   size_t final_transitions = 0;
   CalibMethod calib_method = CalibMethod::kMinMax;  // of the starting point
+  // The starting point as reports name it ("XINT8", "MX9", "the base config") and whether it
+  // has Q/DQ activations (a block or float start has no calibration method).
+  std::string base_name = "INT8";
+  bool base_calibrated = true;
   std::vector<ParetoPoint> pareto;  // the non-dominated evaluated points, cheapest first (pareto.json)
   std::optional<RuntimeTrial> runtime_check;  // the final model on a provider other than CPU
   double seconds = 0;

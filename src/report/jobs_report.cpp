@@ -188,7 +188,7 @@ std::string explore_text(const ExploreResult& r, const std::string& lift, const 
   for (size_t i = 0; i < r.lifted_layers.size(); ++i) {
     out << "            " << r.lifted_layers[i] << (ladder ? "  " + r.lifted_formats.at(i) : "") << "\n";
   }
-  std::vector<LabeledMetrics> rows = {{"full INT8", r.int8_metrics}};
+  std::vector<LabeledMetrics> rows = {{"full " + r.base_name, r.int8_metrics}};
   for (size_t i = 0; i < r.rungs.size() && (i == 0 || r.rungs[i].ran); ++i) {
     // A later rung's full lift raises the previous rung's layers (all of them when it lifted every one).
     const std::string label = !ladder ? lift : i == 0 ? r.rungs[0].lift : r.rungs[i].lift + " (rung " + std::to_string(i + 1) + ")";
@@ -198,9 +198,12 @@ std::string explore_text(const ExploreResult& r, const std::string& lift, const 
   out << metrics_table(rows, r.task.type)
       << "verdict     " << (r.final_verdict.pass ? "PASS" : "FAIL") << ": " << r.final_verdict.reason << "\n"
       << "expected    " << general(r.final_time_vs_bf16) << "x the compute time of full BF16 on " << device
-      << " (full INT8: " << general(r.int8_time_vs_bf16) << "x; nominal device speeds), " << r.final_transitions
-      << " INT8/float boundaries\n"
-      << "start       full INT8 calibrated with " << calib_method_traits(r.calib_method).name << "\n"
+      << " (full " << r.base_name << ": " << general(r.int8_time_vs_bf16) << "x; nominal device speeds), "
+      << r.final_transitions << " INT8/float boundaries\n"
+      << "start       full " << r.base_name
+      << (r.base_calibrated ? std::string(" calibrated with ") + calib_method_traits(r.calib_method).name
+                            : std::string(" (no calibration: no Q/DQ activations)"))
+      << "\n"
       << "spent       " << r.evaluations << " evaluations, " << general(r.seconds) << " s (calibration "
       << general(r.calibration_seconds) << " s)\n";
   if (r.runtime_check) {

@@ -284,11 +284,9 @@ class Explorer : public search::SearchObserver {
     const DeviceProfile& device = params_.deployment.profile();
     if (const auto why = device_rejects(device, formats_used(base_))) throw_bad_input("", "the starting point: " + *why);
     // Every config written derives from the starting point: one the shape cannot hold fails now.
-    try {
-      config_to_json(base_, params_.config_shape);
-    } catch (const Error& error) {
-      throw Error(error.kind(), result_.final_config_path, error.message());
-    }
+    config_file_text(base_, params_.config_shape, result_.final_config_path);
+    result_.base_name = options_.base_config ? "the base config" : options_.base_preset;
+    result_.base_calibrated = std::ranges::any_of(formats_used(base_), [](FormatId f) { return format_traits(f).is_qdq; });
     for (size_t i = 0; i < ladder_.size(); ++i) {
       if (const auto why = device_rejects(device, formats_used(*preset_config(ladder_[i])))) {
         throw_bad_input("", "lifting to " + ladder_[i] + rung_of(i) + ": " + *why);

@@ -15,6 +15,7 @@
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
 #include "mixprec/jobs.h"
+#include "mixprec/jobs_report.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/stop.h"
@@ -411,14 +412,14 @@ TEST_F(ExploreTest, LiftsToABlockFormatOnCpuAndRefusesItOnTheNpus) {
   EXPECT_TRUE(explore(bf16).final_verdict.pass);
 }
 
-// Quark's S16S16_MIXED_S8S8 idea as a search: an INT8 (A8W8) base, layers lifted to INT16
-// activations (A16W8) where INT8 is not enough. The toy's sensitive MatMul reads a tensor whose range (~1000) int8
-// cannot resolve but int16 can; stx has no INT16 kernels.
+// Quark's S16S16_MIXED_S8S8 as a search: an INT8 (A8W8) base, layers lifted to INT16 (S16S16)
+// where INT8 is not enough. The toy's sensitive MatMul reads a tensor whose range (~1000) int8
+// cannot resolve but int16 can; stx has no INT16 kernels. The report names the A8W8 start.
 TEST_F(ExploreTest, LiftsToInt16FromAnInt8Base) {
   ExploreParams p = params(Ranking::kDynamicRange);
   p.search.base_preset = "A8W8";
   p.search.calib_method = CalibMethod::kMinMax;
-  p.search.lift = "A16W8";
+  p.search.lift = "S16S16";
   p.deployment.device = "stx";
   try {
     explore(p);
@@ -432,6 +433,10 @@ TEST_F(ExploreTest, LiftsToInt16FromAnInt8Base) {
   const std::string config = read_file(r.final_config_path, "config");
   EXPECT_NE(config.find("Int16Spec"), std::string::npos) << config;
   EXPECT_NE(config.find("\"mix\""), std::string::npos) << config;
+  EXPECT_EQ(r.base_name, "A8W8");
+  const std::string text = explore_text(r, "S16S16", "cpu");
+  EXPECT_NE(text.find("start       full A8W8 calibrated with MinMax"), std::string::npos) << text;
+  EXPECT_NE(text.find("full A8W8"), std::string::npos) << text;
 }
 
 // The ladder's rungs are checked before any work, each error naming the offending rung; a
