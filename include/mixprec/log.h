@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace mixprec {
@@ -22,7 +23,8 @@ void log_info(const std::string& message);
 void log_warning(const std::string& message);
 
 // Collects every warning logged while alive (and forwards to the previous sink), so a report
-// can list the warnings of the job that produced it.
+// can list the warnings of the job that produced it. A warning identical to one already
+// collected is neither collected nor forwarded again (a search rewrites the model at each step).
 class WarningCollector {
  public:
   WarningCollector();
@@ -33,6 +35,7 @@ class WarningCollector {
 
  private:
   std::vector<std::string> warnings_;
+  std::unordered_set<std::string> seen_;
   LogSink previous_;
 };
 

@@ -42,7 +42,12 @@ WarningCollector::WarningCollector() {
   previous_ = set_log_sink(nullptr);
   LogSink forward = previous_;
   set_log_sink([this, forward](LogLevel level, const std::string& message) {
-    if (level == LogLevel::kWarning) warnings_.push_back(message);
+    if (level == LogLevel::kWarning) {
+      // Once per job: an exploration rewrites the model at every step, and the same warning
+      // about the same node would otherwise repeat at each one.
+      if (!seen_.insert(message).second) return;
+      warnings_.push_back(message);
+    }
     if (forward) {
       forward(level, message);
     } else if (level == LogLevel::kWarning) {
