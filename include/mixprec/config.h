@@ -300,6 +300,16 @@ std::optional<QuantConfig> preset_config(const std::string& name);
 // only when the config says so explicitly.
 std::vector<FormatId> formats_used(const QuantConfig& config);
 std::vector<std::string> preset_names();
+
+// Quark's search presets: a name that stands for an exploration, not one config
+// (S16S16_MIXED_S8S8: INT8 where it is enough, INT16 where it is not). explore takes the name
+// as its starting preset and lift; quantize refuses it, saying which explore to run.
+struct SearchPreset {
+  std::string name;
+  std::string base;  // the starting preset
+  std::string lift;  // what a layer that needs it is lifted to
+};
+std::optional<SearchPreset> search_preset(const std::string& name);
 // True when `op_types` is exactly the OpTypesToQuantize a preset writes (U8S8's list, say): the
 // user did not choose it, so assign_layers does not warn about its entries.
 bool is_preset_op_types(const std::vector<std::string>& op_types);

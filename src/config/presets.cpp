@@ -119,7 +119,24 @@ constexpr RecoveryPresetRow kRecoveryPresets[] = {
 };
 // clang-format on
 
+// Quark's auto-mixed-precision presets, as the exploration they are.
+struct SearchPresetRow {
+  const char* name;
+  const char* base;
+  const char* lift;
+};
+
+constexpr SearchPresetRow kSearchPresets[] = {
+  {"S16S16_MIXED_S8S8", "A8W8", "S16S16"},
+};
+
 }  // namespace
+
+std::optional<SearchPreset> search_preset(const std::string& name) {
+  const auto row = std::ranges::find_if(kSearchPresets, [&](const SearchPresetRow& r) { return text::equal_ignoring_case(r.name, name); });
+  if (row == std::end(kSearchPresets)) return std::nullopt;
+  return SearchPreset{row->name, row->base, row->lift};
+}
 
 std::vector<std::string> default_op_types_to_quantize() {
   std::vector<std::string> op_types;
@@ -205,6 +222,11 @@ QuantConfig resolve_config(const ConfigSource& source) {
   if (source.config) return *source.config;
   if (!source.path.empty()) return load_config(source.path);
   if (auto preset = preset_config(source.preset)) return *preset;
+  if (const auto search = search_preset(source.preset)) {
+    throw_bad_input("", search->name + " is a search, not one config (" + search->base + " where it is enough, " +
+                            search->lift + " where it is not): mixprec explore MODEL --preset " + search->name +
+                            " (the same as --preset " + search->base + " --lift " + search->lift + ")");
+  }
   const std::string known = text::join(preset_names());
   throw_bad_input("", source.preset.empty() ? "give --config or --preset (" + known + ")"
                                             : "unknown preset '" + source.preset + "' (known: " + known + ")");

@@ -1035,7 +1035,18 @@ std::vector<std::string> lift_ladder(const std::string& lift) {
 }
 
 ExploreResult explore(const ExploreParams& params, const StepCallback& on_step) {
-  return Explorer(params, on_step).run();
+  const auto search = params.search.base_config ? std::nullopt : search_preset(params.search.base_preset);
+  if (!search) return Explorer(params, on_step).run();
+  // A search preset is its starting preset and its lift (the default BF16 lift gives way).
+  if (!text::equal_ignoring_case(params.search.lift, "BF16") && !text::equal_ignoring_case(params.search.lift, search->lift)) {
+    throw_bad_input("", search->name + " lifts to " + search->lift + ": drop --lift " + params.search.lift +
+                            ", or start from --preset " + search->base + " with the lift you want");
+  }
+  ExploreParams resolved = params;
+  resolved.search.base_preset = search->base;
+  resolved.search.lift = search->lift;
+  log_info(search->name + ": exploring from " + search->base + " with --lift " + search->lift);
+  return Explorer(resolved, on_step).run();
 }
 
 }  // namespace mixprec

@@ -439,6 +439,39 @@ TEST_F(ExploreTest, LiftsToInt16FromAnInt8Base) {
   EXPECT_NE(text.find("full A8W8"), std::string::npos) << text;
 }
 
+// Quark's S16S16_MIXED_S8S8 by name: the A8W8 start and the S16S16 lift (the default lift gives
+// way; another one is an error before any work). quantize refuses it, naming the explore to run.
+TEST_F(ExploreTest, TheSearchPresetS16S16MixedS8S8IsAnA8W8StartWithAnS16S16Lift) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  p.search.base_preset = "s16s16_mixed_s8s8";
+  p.search.calib_method = CalibMethod::kMinMax;
+  p.deployment.device = "cpu";
+  const ExploreResult r = explore(p);
+  ASSERT_TRUE(r.final_verdict.pass) << r.stop_reason;
+  EXPECT_EQ(r.base_name, "A8W8");
+  ASSERT_EQ(r.rungs.size(), 1u);
+  EXPECT_EQ(r.rungs[0].lift, "S16S16");
+  EXPECT_EQ(r.lifted_layers, std::vector<std::string>{"mix"});
+
+  p.search.lift = "MX9";
+  p.setup.work_dir = path("work_mx9");
+  try {
+    explore(p);
+    FAIL() << "took a second lift";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("S16S16_MIXED_S8S8 lifts to S16S16: drop --lift MX9"), std::string::npos) << e.what();
+  }
+  try {
+    resolve_config({.preset = "S16S16_MIXED_S8S8"});
+    FAIL() << "quantize took a search preset";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a search, not one config"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--preset A8W8 --lift S16S16"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(search_preset("A8W8"));
+}
+
 // The ladder's rungs are checked before any work, each error naming the offending rung; a
 // single name keeps its message.
 TEST_F(ExploreTest, LiftLaddersAreCheckedUpFrontNamingTheOffendingRung) {
