@@ -11,7 +11,8 @@ namespace mixprec::cli {
 
 Command add_quantize(CLI::App& app) {
   struct Flags {
-    std::string model, output, config, preset, calib_method, stats, plan;
+    std::string model, output, config, preset, calib_method, stats, plan, fp_precision = "bf16";
+    std::vector<std::string> fp_nodes;
     SampleFlags data;
     DeploymentFlags deployment;
     ConfigFormatFlag config_format;
@@ -25,6 +26,11 @@ Command add_quantize(CLI::App& app) {
   auto* preset = cmd->add_option("--preset", flags->preset, "a preset: " + preset_list())->excludes(config);
   cmd->add_option("--plan", flags->plan, "execute a quant_plan.json written by `mixprec plan`")->excludes(config)->excludes(preset);
   flags->data.add_to(*cmd, "--calibration-data", 0);
+  cmd->add_option("--fp-nodes", flags->fp_nodes,
+                  "nodes kept at --fp-precision, exact names, comma-separated or repeated (the Vitis AI quantize "
+                  "script's option; regexes go in the config's target_node_names)")
+      ->delimiter(',');
+  cmd->add_option("--fp-precision", flags->fp_precision, "bf16 or fp16: the precision of --fp-nodes")->capture_default_str();
   cmd->add_option("--calib-method", flags->calib_method,
                   "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (overrides the config)");
   cmd->add_option("--stats", flags->stats,
@@ -43,6 +49,11 @@ Command add_quantize(CLI::App& app) {
             params.stats_path = flags->stats;
             params.deployment = flags->deployment.resolve();
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);
+            params.fp_nodes = flags->fp_nodes;
+            if (flags->fp_precision != "bf16" && flags->fp_precision != "fp16") {
+              throw_bad_input("", "unknown --fp-precision '" + flags->fp_precision + "' (bf16, fp16)");
+            }
+            params.fp_precision = flags->fp_precision == "fp16" ? FormatId::kFloat16 : FormatId::kBFloat16;
             if (flags->plan.empty() && flags->model.empty()) throw_bad_input("", "quantize needs MODEL (or --plan)");
             const QuantizeReport r = flags->plan.empty() ? quantize_job(params) : quantize_with_plan(flags->plan, params);
             std::cout << quantize_text(r);

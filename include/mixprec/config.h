@@ -329,6 +329,13 @@ QuantConfig resolve_config(const ConfigSource& source);
 // `method` everywhere in `config`: the extra option and every spec that names its own.
 void override_calib_method(QuantConfig& config, CalibMethod method);
 
+// The Vitis AI quantize script's --fp-nodes / --fp-precision: the named nodes (exact names)
+// kept at `precision` (BF16 or FP16: activations, weights and bias), as one
+// specific_layer_config entry after the config's own, so the effective config says it.
+// kBadInput for another precision, an empty name, or a name the config would read as a regex
+// (a '^' start with ".*" in it: such patterns belong in the config's target_node_names).
+void keep_nodes_at(QuantConfig& config, const std::vector<std::string>& nodes, FormatId precision);
+
 // The op types quantized when extra_options.OpTypesToQuantize is empty: the weighted compute
 // ops (Conv, ConvTranspose, Gemm, MatMul) and the arithmetic an int8 accelerator runs natively
 // (Add, Mul, AveragePool, GlobalAveragePool). Ops that only move values (Reshape, Concat,

@@ -26,6 +26,9 @@ struct QuantizeParams {
   // fails before any work when the config holds what that shape cannot say.
   ConfigShape config_shape = ConfigShape::kMixprec;
   std::optional<CalibMethod> calib_method;  // overrides the config's methods
+  // --fp-nodes / --fp-precision (keep_nodes_at): these nodes stay at BF16 or FP16.
+  std::vector<std::string> fp_nodes;
+  FormatId fp_precision = FormatId::kBFloat16;
   // Read when it exists (statistics of this model; every preset of one model shares them),
   // else written after calibrating. Empty: neither.
   std::string stats_path;

@@ -232,6 +232,22 @@ QuantConfig resolve_config(const ConfigSource& source) {
                                             : "unknown preset '" + source.preset + "' (known: " + known + ")");
 }
 
+void keep_nodes_at(QuantConfig& config, const std::vector<std::string>& nodes, FormatId precision) {
+  if (nodes.empty()) return;
+  if (precision != FormatId::kBFloat16 && precision != FormatId::kFloat16) {
+    throw_bad_input("", std::string("--fp-precision must be bf16 or fp16, not ") + format_traits(precision).name);
+  }
+  for (const std::string& node : nodes) {
+    if (node.empty()) throw_bad_input("", "--fp-nodes has an empty node name");
+    if (node.starts_with('^') && node.find(".*") != std::string::npos) {
+      throw_bad_input("", "--fp-nodes takes exact node names; '" + node +
+                              "' would read as a regex: put it in the config's specific_layer_config target_node_names");
+    }
+  }
+  const TensorQuantSpec spec{.format = precision};
+  config.specific.push_back({.target_node_names = nodes, .layer_config = {.input_tensors = spec, .weight = spec, .bias = spec}});
+}
+
 void override_calib_method(QuantConfig& config, CalibMethod method) {
   // The user's method wins everywhere, including specs that name their own.
   config.extra.calib_method = method;

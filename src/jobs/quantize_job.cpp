@@ -139,6 +139,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   refuse_overwriting_input(label, params.output_path);
   QuantConfig config = resolve_config(params.config);
   if (params.calib_method) override_calib_method(config, *params.calib_method);
+  keep_nodes_at(config, params.fp_nodes, params.fp_precision);
   report.config_path = config_path_for(params.output_path);
   // Before any work: a config the requested shape cannot hold fails now, not after calibrating.
   const std::string config_json = config_file_text(config, params.config_shape, report.config_path);

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
@@ -211,6 +212,48 @@ TEST_F(RequantizeTest, NeedsANewConfig) {
   RequantizeParams p = params();
   EXPECT_THROW(requantize(p), Error);
   EXPECT_FALSE(fs::exists(p.output_path));
+}
+
+// The Vitis AI quantize script's --fp-nodes: XINT8 with "mix" kept at BF16 (as one
+// specific_layer_config entry the written config carries), the rest integer; FP16 the same.
+class FpNodesTest : public testing::TempDirTest {};
+
+TEST_F(FpNodesTest, NamedNodesStayAtTheFloatPrecisionAndTheConfigSaysSo) {
+  save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
+  QuantizeParams q;
+  q.setup.model_path = path("model.onnx");
+  q.setup.calibration = testing::test_calibration_data();
+  q.config.preset = "XINT8";
+  q.output_path = path("fp.onnx");
+  q.fp_nodes = {"mix"};
+  const QuantizeReport r = quantize_job(q);
+  EXPECT_EQ(r.nodes_bf16, 1u);
+  EXPECT_EQ(r.nodes_integer, 2u);
+  const QuantConfig written = load_config(r.config_path);
+  ASSERT_EQ(written.specific.size(), 1u);
+  EXPECT_EQ(written.specific[0].target_node_names, std::vector<std::string>{"mix"});
+  EXPECT_EQ(written.specific[0].layer_config.weight->format, FormatId::kBFloat16);
+
+  q.fp_precision = FormatId::kFloat16;
+  q.output_path = path("fp16.onnx");
+  EXPECT_EQ(quantize_job(q).nodes_fp16, 1u);
+
+  for (const auto& [nodes, precision, message] :
+       {std::tuple{std::vector<std::string>{"^m.*"}, FormatId::kBFloat16, "would read as a regex"},
+        std::tuple{std::vector<std::string>{""}, FormatId::kBFloat16, "empty node name"},
+        std::tuple{std::vector<std::string>{"mix"}, FormatId::kInt8, "bf16 or fp16"}}) {
+    q.fp_nodes = nodes;
+    q.fp_precision = precision;
+    q.output_path = path("bad.onnx");
+    try {
+      quantize_job(q);
+      FAIL() << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(path("bad.onnx")));
+  }
 }
 
 class LadderTest : public testing::TempDirTest {
