@@ -48,7 +48,9 @@ Command add_explore(CLI::App& app) {
   flags->setup.add_to(*cmd, 0,
                       "calibration files, pictures or folders (default: the --data files, else seeded random data, "
                       "with a warning)");
-  cmd->add_option("--preset", flags->preset, "the INT8 starting point (XINT8, A8W8, U8S8, ...; S16S16_MIXED_S8S8 is A8W8 with --lift S16S16, Quark's search)")->capture_default_str();
+  cmd->add_option("--preset", flags->preset, "the INT8 starting point (XINT8, A8W8, U8S8, ...; S16S16_MIXED_S8S8 is A8W8 with --lift "
+                  "S16S16, Quark's search)")
+      ->capture_default_str();
   cmd->add_option("--config", flags->config,
                   "or a config file as the starting point, in mixprec's shape or Quark's (its integer layers are the "
                   "candidates)");

@@ -40,7 +40,8 @@ Command add_guide(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
   flags->search.add_to(*cmd);
-  flags->config_format.add_to(*cmd, "the configs the work dir holds (quantized, explore's final and pareto, ladder's, requantized)");
+  flags->config_format.add_to(*cmd,
+                              "the configs the work dir holds (quantized, explore's final and pareto, ladder's, requantized)");
   flags->setup.add_to(*cmd, 0,
                       "calibration files, pictures or folders (default: the --data files, else seeded random data, "
                       "with a warning)");

@@ -133,7 +133,8 @@ constexpr SearchPresetRow kSearchPresets[] = {
 }  // namespace
 
 std::optional<SearchPreset> search_preset(const std::string& name) {
-  const auto row = std::ranges::find_if(kSearchPresets, [&](const SearchPresetRow& r) { return text::equal_ignoring_case(r.name, name); });
+  const auto row = std::ranges::find_if(
+      kSearchPresets, [&](const SearchPresetRow& r) { return text::equal_ignoring_case(r.name, name); });
   if (row == std::end(kSearchPresets)) return std::nullopt;
   return SearchPreset{row->name, row->base, row->lift};
 }
@@ -245,7 +246,8 @@ void keep_nodes_at(QuantConfig& config, const std::vector<std::string>& nodes, F
     }
   }
   const TensorQuantSpec spec{.format = precision};
-  config.specific.push_back({.target_node_names = nodes, .layer_config = {.input_tensors = spec, .weight = spec, .bias = spec}});
+  config.specific.push_back(
+      {.target_node_names = nodes, .layer_config = {.input_tensors = spec, .weight = spec, .bias = spec}});
 }
 
 void override_calib_method(QuantConfig& config, CalibMethod method) {

@@ -182,8 +182,8 @@ class Inserter {
     // decides. (Not a recurrent op's: its bias is added to each gate in float, not to one
     // accumulator; not FP8's, which accumulates in float; not a block-wise weight's, with
     // several scales per output channel.)
-    const bool int32_bias = options_.int32_bias && int32_bias_inputs && weight_spec && has_integer_codes(weight_spec->format) &&
-                            weight_spec->params.block_size == 0;
+    const bool int32_bias = options_.int32_bias && int32_bias_inputs && weight_spec &&
+                            has_integer_codes(weight_spec->format) && weight_spec->params.block_size == 0;
     if (int32_bias) {
       int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
     } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32 &&
@@ -269,7 +269,9 @@ class Inserter {
     }
     config::WeightGrid grid = config::weight_grid(node, spec, w, label_);
     if (grid.axis >= 0) pairs_.need_opset(kOpsetPerChannelQdq);
-    if (limit && has_integer_codes(spec.format) && grid.params.block_size == 0) fit_bias(node, *limit, spec.format, grid.params);
+    if (limit && has_integer_codes(spec.format) && grid.params.block_size == 0) {
+      fit_bias(node, *limit, spec.format, grid.params);
+    }
     out.params = std::move(grid.params);
     node.set_input(index, stored_codes(name, quantize_tensor(w, out.params, spec.format), spec.format, out.params));
     return out;
@@ -282,12 +284,15 @@ class Inserter {
                                                      format_traits(format).power_of_two_scale);
     if (fit.raised == 0) return;
     const bool per_tensor = params.scale.size() == 1;
-    log_warning(label_ + ": node '" + node.name() + "': bias '" + limit.bias + "' overflows int32 codes at input scale x weight scale; " +
-                (per_tensor ? std::string("the per-tensor weight scale") : std::to_string(fit.raised) + " weight channel scale(s)") +
-                " raised up to x" + text::fixed(fit.factor, 2) + " so it fits (" +
-                (per_tensor ? "every channel's weights are that much coarser; per-channel weights confine it to the channels whose bias needs it"
-                            : "those channels' weights are that much coarser: a large bias next to small weights") +
-                ")");
+    const std::string what =
+        per_tensor ? std::string("the per-tensor weight scale") : std::to_string(fit.raised) + " weight channel scale(s)";
+    const std::string cost =
+        per_tensor ? "every channel's weights are that much coarser; per-channel weights confine it to the channels "
+                     "whose bias needs it"
+                   : "those channels' weights are that much coarser: a large bias next to small weights";
+    log_warning(label_ + ": node '" + node.name() + "': bias '" + limit.bias +
+                "' overflows int32 codes at input scale x weight scale; " + what + " raised up to x" +
+                text::fixed(fit.factor, 2) + " so it fits (" + cost + ")");
   }
 
   // Bias codes at scale = input scale x weight scale (per output channel with a per-channel

@@ -1038,7 +1038,8 @@ ExploreResult explore(const ExploreParams& params, const StepCallback& on_step) 
   const auto search = params.search.base_config ? std::nullopt : search_preset(params.search.base_preset);
   if (!search) return Explorer(params, on_step).run();
   // A search preset is its starting preset and its lift (the default BF16 lift gives way).
-  if (!text::equal_ignoring_case(params.search.lift, "BF16") && !text::equal_ignoring_case(params.search.lift, search->lift)) {
+  const std::string& lift = params.search.lift;
+  if (!text::equal_ignoring_case(lift, "BF16") && !text::equal_ignoring_case(lift, search->lift)) {
     throw_bad_input("", search->name + " lifts to " + search->lift + ": drop --lift " + params.search.lift +
                             ", or start from --preset " + search->base + " with the lift you want");
   }
