@@ -9,6 +9,7 @@
 
 #include "common/text.h"
 #include "evaluation/stats_cache.h"
+#include "jobs/model_and_config.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/error.h"
 #include "mixprec/jobs.h"
@@ -100,34 +101,6 @@ void count_unobserved(const std::vector<NodeAssignment>& assignment, QuantizeRep
 
 std::string config_path_for(const std::string& output) {
   return fs::path(output).replace_extension(".config.json").string();
-}
-
-// Both files or neither: the config goes to a temporary name first, the model is saved
-// (atomically; every large tensor to its external data file when the config asks for it), then
-// the config is renamed into place; a failure at any point removes what this call wrote.
-void save_model_and_config(const onnx::ModelProto& model, const QuantConfig& config, const std::string& model_path,
-                           const std::string& config_path, const std::string& config_json) {
-  const std::string config_temp = config_path + ".pending-" + std::to_string(::getpid());
-  try {
-    write_file_atomically(config_temp, config_json);
-  } catch (const Error& error) {
-    throw Error(error.kind(), config_path, error.message());  // the file the user knows
-  }
-  const bool external = config.use_external_data_format || model.ByteSizeLong() > kProtobufLimitBytes;
-  try {
-    save_model(model, model_path, {.external_data = config.use_external_data_format ? ExternalData::kAlways : ExternalData::kAuto});
-  } catch (...) {
-    fs::remove(config_temp);
-    throw;
-  }
-  std::error_code error;
-  fs::rename(config_temp, config_path, error);
-  if (error) {
-    fs::remove(config_temp);
-    fs::remove(model_path);
-    if (external) fs::remove(model_path + ".data");  // save_model's external data
-    throw_io(config_path, "cannot write the config beside the model: " + error.message() + " (the model was removed)");
-  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "mixprec/workflow.h"
 #include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
+#include "jobs/model_and_config.h"
 
 namespace mixprec {
 namespace {
@@ -58,9 +59,9 @@ RequantizeReport requantize(const RequantizeParams& params) {
   report.psnr_delta_db = fresh.psnr_db - previous.psnr_db;
   report.pass_rate_delta = fresh.pass_rate - previous.pass_rate;
 
-  save_model(*fresh.model, params.output_path);
+  // Both files or neither, as quantize writes them.
+  save_model_and_config(*fresh.model, config, params.output_path, report.config_path, config_json);
   report.output_path = params.output_path;
-  write_file_atomically(report.config_path, config_json);
   if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, report.output_path));
   report.warnings = warnings.warnings();
   return report;
