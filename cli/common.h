@@ -82,6 +82,7 @@ Command add_analyze(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_quantize(CLI::App& app);
 Command add_dequantize(CLI::App& app);
+Command add_patch(CLI::App& app);
 Command add_compare(CLI::App& app);
 Command add_explore(CLI::App& app);
 Command add_dry_run(CLI::App& app);

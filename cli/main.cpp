@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
   app.add_flag("--version", version,
                "print mixprec's version and the ONNX Runtime in use (MIXPREC_ORT_LIB=PATH loads another build)");
 
-  const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app), add_dequantize(app),
-                                         add_compare(app), add_explore(app), add_dry_run(app),
+  const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app),
+                                         add_dequantize(app), add_patch(app), add_compare(app), add_explore(app), add_dry_run(app),
                                          add_requantize(app), add_ladder(app), add_plan(app),
                                          add_report(app)};
 

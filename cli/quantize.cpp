@@ -78,4 +78,28 @@ Command add_dequantize(CLI::App& app) {
           }};
 }
 
+Command add_patch(CLI::App& app) {
+  struct Flags {
+    std::string model, output;
+    SampleFlags data;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand(
+      "patch", "The VitisAI provider's patch edits (VITIS.md): com.microsoft Q/DQ retagged, BFP sub_block_shift_bits "
+               "written, shape/data_type on custom quant ops; outputs checked bit-identical");
+  cmd->add_option("MODEL", flags->model, "ONNX model (quantized by mixprec, Quark or another tool)")->required();
+  cmd->add_option("-o,--output", flags->output, "patched model to write")->required();
+  flags->data.add_to(*cmd, "--data", 1);
+  cmd->footer(kExitCodesHelp);
+  return {cmd, [flags] {
+            PatchParams params;
+            params.setup.model_path = flags->model;
+            params.setup.evaluation = flags->data.resolve();
+            params.output_path = flags->output;
+            const PatchReport r = patch_job(params);
+            std::cout << patch_text(r);
+            return kExitOk;
+          }};
+}
+
 }  // namespace mixprec::cli

@@ -90,4 +90,27 @@ struct CompareReport {
 
 CompareReport compare_job(const CompareParams& params);
 
+// `mixprec patch`: the VitisAI provider's patch edits (VITIS.md's first exception to "a model
+// changes only through a config"): com.microsoft Q/DQ retagged to the default domain where its
+// opset allows, sub_block_shift_bits written on BFP nodes, and shape / data_type attributes on Extended Q/DQ and BFP/MX nodes from one
+// run. The patched model is run on the same samples and its outputs must equal the input
+// model's bit for bit (kInternal otherwise, nothing written); the input is never modified.
+struct PatchParams {
+  // model_path; evaluation: the samples the shapes are observed on and the outputs compared
+  // (empty: see evaluation_data(), one seeded random sample by default).
+  EvaluationSetup setup;
+  std::string output_path;
+};
+
+struct PatchReport {
+  std::string output_path;
+  VaipPatchSummary summary;
+  size_t samples = 0;
+  std::string data_description;
+  size_t outputs_compared = 0;  // outputs found bit-identical on every sample
+  std::vector<std::string> warnings;
+};
+
+PatchReport patch_job(const PatchParams& params);
+
 }  // namespace mixprec

@@ -16,6 +16,7 @@ namespace mixprec {
 // the opset, the calibration (samples used, seconds, where the statistics went) and notes.
 std::string quantize_text(const QuantizeReport& report);
 std::string dequantize_text(const DequantizeReport& report);
+std::string patch_text(const PatchReport& report);
 
 // task, data, the metrics table and the verdict.
 std::string compare_text(const CompareReport& report, const std::string& model_label);

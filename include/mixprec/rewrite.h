@@ -93,6 +93,22 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                                 const std::string& label, const RankLookup& rank_of = {},
                                 RewriteSummary* summary = nullptr);
 
+// A tensor as a run saw it (for vaip_patch's shape attributes).
+struct ObservedTensor {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
+// What vaip_patch changed; each count is nodes.
+struct VaipPatchSummary {
+  int64_t retagged = 0;             // com.microsoft Q/DQ now in the default domain
+  std::vector<std::string> kept;    // "node: why" for com.microsoft Q/DQ left as they are
+  int64_t shift_bits_written = 0;   // BFP nodes given sub_block_shift_bits = 1 explicitly
+  int64_t shape_attributes = 0;     // custom quant nodes given shape / data_type
+  std::vector<std::string> no_shape;  // custom quant nodes no run observed (bodies)
+  int64_t edits() const { return retagged + shift_bits_written + shape_attributes; }
+};
+
 struct StripSummary {
   int64_t qdq_pairs = 0;          // activation Q→DQ pairs removed
   int64_t cast_pairs = 0;         // activation cast pairs removed

@@ -1,4 +1,5 @@
-// A quantized model and its effective config, written together: both files or neither.
+// Writing a job's model: the output path checked before any work, and a quantized model and its
+// effective config written together, both files or neither.
 #pragma once
 
 #include <string>
@@ -8,6 +9,11 @@
 #include "mixprec/config.h"
 
 namespace mixprec {
+
+// Before any work: kBadInput when `output` is empty or is the `input` model itself, kIo when its
+// folder is missing, it is a folder, or the folder cannot be written into (probed by creating a
+// file, since permissions alone do not say).
+void refuse_overwriting_input(const std::string& input, const std::string& output);
 
 // The config goes to a temporary name first, the model is saved (atomically; every large
 // tensor to its external data file when the config asks for it), then the config is renamed

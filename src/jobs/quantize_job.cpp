@@ -20,29 +20,6 @@ namespace mixprec {
 namespace {
 namespace fs = std::filesystem;
 
-void refuse_overwriting_input(const std::string& input, const std::string& output) {
-  std::error_code ec;
-  if (output.empty()) throw_bad_input("", "no output path given");
-  if (fs::exists(output, ec) && fs::equivalent(input, output, ec)) {
-    throw_bad_input(output, "the output would overwrite the input model");
-  }
-  // Before any work (calibration can take minutes): the folder the output goes into.
-  const fs::path folder = fs::path(output).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, ec)) {
-    throw_io(output, "the output folder " + folder.string() + " does not exist");
-  }
-  if (fs::is_directory(output, ec)) throw_io(output, "is a folder, not a file name for the output model");
-  // Permissions alone do not say (root writes anywhere, yet not into /proc or a read-only mount).
-  const std::string probe = output + ".probe-" + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    throw_io(output, "cannot write into the output folder " + (folder.empty() ? std::string(".") : folder.string()) +
-                         ": " + std::strerror(errno));
-  }
-  ::close(fd);
-  fs::remove(probe, ec);
-}
-
 bool qdq_activations(const NodeAssignment& a) {
   for (const auto* spec : {&a.config.input_tensors, &a.config.output_tensors}) {
     if (*spec && format_traits((*spec)->format).is_qdq) return true;

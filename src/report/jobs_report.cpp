@@ -95,6 +95,20 @@ std::string dequantize_text(const DequantizeReport& r) {
   return out.str();
 }
 
+std::string patch_text(const PatchReport& r) {
+  std::ostringstream out;
+  const VaipPatchSummary& s = r.summary;
+  out << "model    " << r.output_path << "\n"
+      << "edits    " << s.edits() << (s.edits() == 0 ? " (nothing to patch: the model is written unchanged)" : "") << "\n"
+      << "  com.microsoft Q/DQ to the default domain   " << s.retagged << "\n"
+      << "  BFP sub_block_shift_bits written (1)       " << s.shift_bits_written << "\n"
+      << "  shape / data_type attributes added         " << s.shape_attributes << "\n";
+  for (const auto& kept : s.kept) out << "kept     " << kept << "\n";
+  out << "checked  " << r.outputs_compared << " output(s) bit-identical to the input model's on " << r.samples
+      << " sample(s) (" << r.data_description << ")\n";
+  return out.str();
+}
+
 std::string compare_text(const CompareReport& r, const std::string& model_label) {
   std::ostringstream out;
   out << "task     " << to_string(r.task.type) << " (" << r.task.reason << ")\n"

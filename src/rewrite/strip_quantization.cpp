@@ -27,42 +27,20 @@
 #include "mixprec/error.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
+#include "rewrite/quant_ops.h"
 
 namespace mixprec {
 namespace {
+
+using rewrite::is_one_of;
+using rewrite::kBlockOps;
+using rewrite::kDequantizeOps;
+using rewrite::kQuantizeOps;
 
 constexpr const char* kQOperatorOps[] = {"QLinearConv",   "QLinearMatMul", "MatMulInteger", "ConvInteger",
                                          "QGemm",         "QLinearAdd",    "QLinearMul",    "QLinearConcat",
                                          "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
                                          "QLinearGlobalAveragePool", "QLinearSoftmax", "DynamicQuantizeMatMul"};
-
-struct QuantOp {
-  const char* op_type;
-  const char* domain;
-};
-constexpr QuantOp kQuantizeOps[] = {{"QuantizeLinear", ""},
-                                    {"QuantizeLinear", "ai.onnx"},
-                                    {"QuantizeLinear", "com.microsoft"},
-                                    {"ExtendedQuantizeLinear", "com.amd.quark"},
-                                    {"VitisQuantizeLinear", "com.vai.quantize"}};
-constexpr QuantOp kDequantizeOps[] = {{"DequantizeLinear", ""},
-                                      {"DequantizeLinear", "ai.onnx"},
-                                      {"DequantizeLinear", "com.microsoft"},
-                                      {"ExtendedDequantizeLinear", "com.amd.quark"},
-                                      {"VitisDequantizeLinear", "com.vai.quantize"}};
-// One node that rounds its input in place (fake quantization).
-constexpr QuantOp kBlockOps[] = {{"BFPQuantizeDequantize", "com.amd.quark"},
-                                 {"MXQuantizeDequantize", "com.amd.quark"},
-                                 {"BFPFixNeuron", "com.vai.quantize"},
-                                 {"MXFixNeuron", "com.vai.quantize"}};
-
-template <size_t N>
-bool is_one_of(const onnx::NodeProto& node, const QuantOp (&ops)[N]) {
-  for (const QuantOp& op : ops) {
-    if (node.op_type() == op.op_type && node.domain() == op.domain) return true;
-  }
-  return false;
-}
 
 bool is_low_float(int32_t type) { return type == onnx::TensorProto::BFLOAT16 || type == onnx::TensorProto::FLOAT16; }
 

@@ -1,0 +1,90 @@
+// patch_job: vaip_patch on a model, with the shapes its custom quant nodes take observed in one
+// run, and the patched model checked against the input on the same samples.
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "jobs/model_and_config.h"
+#include "mixprec/error.h"
+#include "mixprec/jobs.h"
+#include "mixprec/log.h"
+#include "mixprec/model_io.h"
+#include "mixprec/runtime.h"
+#include "rewrite/vaip_patch.h"
+
+namespace mixprec {
+namespace {
+
+// Records the shape and element type each tapped tensor had.
+class ShapeSink : public TapSink {
+ public:
+  explicit ShapeSink(std::vector<std::string> names) : names_(std::move(names)) {}
+  void observe(size_t tap, const TensorView& tensor) override {
+    seen_[names_.at(tap)] = {tensor.shape, tensor.dtype};
+  }
+  const std::map<std::string, ObservedTensor>& seen() const { return seen_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::map<std::string, ObservedTensor> seen_;
+};
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.byte_size() == b.byte_size() &&
+         std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
+}
+
+}  // namespace
+
+PatchReport patch_job(const PatchParams& params) {
+  WarningCollector warnings;
+  PatchReport report;
+  const std::string& label = params.setup.model_path;
+  refuse_overwriting_input(label, params.output_path);
+  const onnx::ModelProto model = load_model(label);
+  const SessionOptions options{.optimization = GraphOptimization::kDisabled};
+  const Session original = Session::from_model(model, label, options);
+  // The user's data, else one seeded random sample (shapes are all a run is needed for here).
+  DataSpec data = params.setup.evaluation.empty() ? params.setup.calibration : params.setup.evaluation;
+  if (data.empty()) data.data.random_samples = 1;
+  auto source = open_samples(data, original.inputs(), label);
+  report.samples = source->size();
+  report.data_description = source->describe();
+  if (report.samples == 0) throw_bad_input(label, "no samples to observe the shapes on");
+
+  std::map<std::string, ObservedTensor> observed;
+  const std::vector<std::string> tensors = rewrite::vaip_patch_shape_tensors(model);
+  if (!tensors.empty()) {
+    ShapeSink sink(tensors);
+    const Session tapped = Session::tapped(model, label, tensors, sink, options);
+    tapped.run_taps(source->sample(0));
+    observed = sink.seen();
+  }
+  const onnx::ModelProto patched = rewrite::vaip_patch(model, observed, &report.summary);
+  if (!report.summary.no_shape.empty()) {
+    log_warning(label + ": " + std::to_string(report.summary.no_shape.size()) +
+                " custom quant node(s) got no shape attribute (inside If/Loop/Scan bodies, not observed): " +
+                report.summary.no_shape.front() + (report.summary.no_shape.size() > 1 ? ", ..." : ""));
+  }
+
+  // The patched model must compute what the input model computes, bit for bit.
+  const Session after = Session::from_model(patched, params.output_path, options);
+  for (size_t i = 0; i < report.samples; ++i) {
+    const NamedTensors inputs = source->sample(i);
+    const NamedTensors want = original.run(inputs);
+    const NamedTensors got = after.run(inputs);
+    for (size_t o = 0; o < want.size(); ++o) {
+      if (!same_bits(want[o].second, got[o].second)) {
+        throw Error(ErrorKind::kInternal, label, "the patched model's output '" + want[o].first + "' differs from the input model's on " +
+                       "sample " + std::to_string(i) + "; nothing written");
+      }
+    }
+    report.outputs_compared = want.size();
+  }
+  save_model(patched, params.output_path);
+  report.output_path = params.output_path;
+  report.warnings = warnings.warnings();
+  return report;
+}
+
+}  // namespace mixprec
