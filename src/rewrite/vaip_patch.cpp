@@ -105,11 +105,16 @@ class Patcher {
     }
   }
 
-  // The codes' type of a com.microsoft Q/DQ: its zero point's, else uint8 (ONNX's default).
-  int32_t code_type(const onnx::GraphProto& graph, const onnx::NodeProto& node) const {
-    if (node.input_size() < 3 || node.input(2).empty()) return onnx::TensorProto::UINT8;
-    if (const onnx::TensorProto* zp = find_initializer(graph, node.input(2))) return zp->data_type();
-    return 0;  // not a constant: unknown
+  // The codes' type of a com.microsoft Q/DQ: its zero point's; without one, a DequantizeLinear's
+  // constant input's, and a QuantizeLinear's uint8 (ONNX's default). 0: not known from a constant.
+  static int32_t code_type(const onnx::GraphProto& graph, const onnx::NodeProto& node) {
+    if (node.input_size() >= 3 && !node.input(2).empty()) {
+      const onnx::TensorProto* zp = find_initializer(graph, node.input(2));
+      return zp ? zp->data_type() : 0;
+    }
+    if (node.op_type() == "QuantizeLinear") return onnx::TensorProto::UINT8;
+    const onnx::TensorProto* codes = node.input_size() >= 1 ? find_initializer(graph, node.input(0)) : nullptr;
+    return codes ? codes->data_type() : 0;
   }
 
   void retag(const onnx::GraphProto& graph, onnx::NodeProto& node) {
@@ -117,11 +122,16 @@ class Patcher {
     const bool per_axis = has_attribute(node, "axis");
     const int64_t needed = first_default_opset(type, per_axis);
     if (needed == 0 || needed > opset_) {
-      summary_.kept.push_back(node.name() + ": " +
-                              (needed == 0 ? std::string("its zero point's type is not a default-domain code type")
-                                           : "its " + onnx_type_name(type) +
-                                                 " codes need opset " + std::to_string(needed) + ", the model has " +
-                                                 std::to_string(opset_)));
+      std::string why;
+      if (type == 0) {
+        why = "its code type is not known from a constant (zero point or codes)";
+      } else if (needed == 0) {
+        why = "its " + onnx_type_name(type) + " codes have no default-domain Q/DQ";
+      } else {
+        why = "its " + onnx_type_name(type) + " codes need opset " + std::to_string(needed) + ", the model has " +
+              std::to_string(opset_);
+      }
+      summary_.kept.push_back(node.name() + ": " + why);
       return;
     }
     node.set_domain("");

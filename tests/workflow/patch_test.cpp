@@ -107,6 +107,25 @@ TEST_F(PatchTest, APlainQdqModelIsANoOp) {
   EXPECT_EQ(load_model(r.output_path).graph().SerializeAsString(), model.graph().SerializeAsString());
 }
 
+// A com.microsoft DequantizeLinear of int8 weight codes with no zero point: the codes' type is
+// read from the constant, and it moves to the default domain.
+TEST_F(PatchTest, ADequantizeWithoutZeroPointTakesItsCodesType) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .opset(13)
+                                     .opset(1, "com.microsoft")
+                                     .add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
+                                     .add_initializer_i8("wq", {4}, {-3, 0, 5, 127})
+                                     .add_initializer("ws", {}, {0.5f})
+                                     .add_node("DequantizeLinear", {"wq", "ws"}, {"w"}, {}, "dqw", "com.microsoft")
+                                     .add_node("Mul", {"x", "w"}, {"y"}, {}, "mul")
+                                     .build();
+  const PatchReport r = patch(model, "weights");
+  EXPECT_EQ(r.summary.retagged, 1);
+  EXPECT_TRUE(r.summary.kept.empty());
+  EXPECT_EQ(node(load_model(r.output_path), "dqw").domain(), "");
+}
+
 TEST_F(PatchTest, TheInputIsNeverTheOutput) {
   const onnx::ModelProto model = ModelBuilder()
                                      .add_input("x", onnx::TensorProto::FLOAT, {int64_t{1}, int64_t{4}})
