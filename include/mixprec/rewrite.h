@@ -93,12 +93,6 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                                 const std::string& label, const RankLookup& rank_of = {},
                                 RewriteSummary* summary = nullptr);
 
-// A tensor as a run saw it (for vaip_patch's shape attributes).
-struct ObservedTensor {
-  Shape shape;
-  DType dtype = DType::kFloat32;
-};
-
 // What vaip_patch changed; each count is nodes.
 struct VaipPatchSummary {
   int64_t retagged = 0;             // com.microsoft Q/DQ now in the default domain

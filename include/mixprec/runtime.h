@@ -123,6 +123,12 @@ class Session {
   std::unique_ptr<Impl> impl_;
 };
 
+// One run of `model` on `inputs` with `tensors` (main-graph inputs or node outputs) tapped: the
+// shape and type each had, nothing copied out. A tensor the run did not compute is absent.
+std::map<std::string, ObservedTensor> observe_tensors(const onnx::ModelProto& model, const std::string& label,
+                                                      const std::vector<std::string>& tensors,
+                                                      const NamedTensors& inputs, const SessionOptions& options = {});
+
 // A copy of `model` whose graph also outputs the named intermediate tensors (so a Session can
 // fetch activations). Names already outputs are not duplicated; unknown names → kBadInput.
 onnx::ModelProto expose_intermediates(const onnx::ModelProto& model, const std::vector<std::string>& names,

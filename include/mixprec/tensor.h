@@ -108,6 +108,12 @@ class Tensor {
 // Tensors by name, in a meaningful order (model input order, npz member order).
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// A tensor's shape and element type as a run saw it (observe_tensors), without its data.
+struct ObservedTensor {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
 // IEEE half and bfloat16 conversions: round-to-nearest-even, NaN stays NaN, overflow → inf.
 uint16_t float_to_half(float value);
 float half_to_float(uint16_t bits);

@@ -382,18 +382,9 @@ std::map<std::string, int64_t> infer_tensor_ranks(const onnx::ModelProto& model,
   }
   if (sample) {
     // One run with every tensor tapped (nothing copied out): the ranks of what it computes.
-    struct RankSink : TapSink {
-      explicit RankSink(const std::vector<std::string>& tensors) : names(tensors) {}
-      void observe(size_t tap, const TensorView& tensor) override {
-        seen[names[tap]] = static_cast<int64_t>(tensor.shape.size());
-      }
-      const std::vector<std::string>& names;
-      std::map<std::string, int64_t> seen;
-    };
-    const std::vector<std::string> tensors = main_graph_tensors(model);
-    RankSink sink(tensors);
-    Session::tapped(model, label, tensors, sink, {.optimization = GraphOptimization::kDisabled}).run_taps(*sample);
-    for (const auto& [name, rank] : sink.seen) ranks[name] = rank;
+    const auto seen = observe_tensors(model, label, main_graph_tensors(model), *sample,
+                                      {.optimization = GraphOptimization::kDisabled});
+    for (const auto& [name, tensor] : seen) ranks[name] = static_cast<int64_t>(tensor.shape.size());
   }
   return ranks;
 }

@@ -15,20 +15,6 @@
 namespace mixprec {
 namespace {
 
-// Records the shape and element type each tapped tensor had.
-class ShapeSink : public TapSink {
- public:
-  explicit ShapeSink(std::vector<std::string> names) : names_(std::move(names)) {}
-  void observe(size_t tap, const TensorView& tensor) override {
-    seen_[names_.at(tap)] = {tensor.shape, tensor.dtype};
-  }
-  const std::map<std::string, ObservedTensor>& seen() const { return seen_; }
-
- private:
-  std::vector<std::string> names_;
-  std::map<std::string, ObservedTensor> seen_;
-};
-
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() && a.byte_size() == b.byte_size() &&
          std::memcmp(a.data(), b.data(), a.byte_size()) == 0;
@@ -54,12 +40,7 @@ PatchReport patch_job(const PatchParams& params) {
 
   std::map<std::string, ObservedTensor> observed;
   const std::vector<std::string> tensors = rewrite::vaip_patch_shape_tensors(model);
-  if (!tensors.empty()) {
-    ShapeSink sink(tensors);
-    const Session tapped = Session::tapped(model, label, tensors, sink, options);
-    tapped.run_taps(source->sample(0));
-    observed = sink.seen();
-  }
+  if (!tensors.empty()) observed = observe_tensors(model, label, tensors, source->sample(0), options);
   const onnx::ModelProto patched = rewrite::vaip_patch(model, observed, &report.summary);
   if (!report.summary.no_shape.empty()) {
     log_warning(label + ": " + std::to_string(report.summary.no_shape.size()) +

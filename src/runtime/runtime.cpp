@@ -648,6 +648,20 @@ Session Session::from_model(const onnx::ModelProto& model, const std::string& la
   return Session(build(model, label, options, false, edit));
 }
 
+std::map<std::string, ObservedTensor> observe_tensors(const onnx::ModelProto& model, const std::string& label,
+                                                      const std::vector<std::string>& tensors,
+                                                      const NamedTensors& inputs, const SessionOptions& options) {
+  struct Sink : TapSink {
+    explicit Sink(const std::vector<std::string>& tensor_names) : names(tensor_names) {}
+    void observe(size_t tap, const TensorView& tensor) override { seen[names.at(tap)] = {tensor.shape, tensor.dtype}; }
+    const std::vector<std::string>& names;
+    std::map<std::string, ObservedTensor> seen;
+  };
+  Sink sink(tensors);
+  Session::tapped(model, label, tensors, sink, options).run_taps(inputs);
+  return std::move(sink.seen);
+}
+
 Session Session::tapped(const onnx::ModelProto& model, const std::string& label, const std::vector<std::string>& tensors,
                         TapSink& sink, const SessionOptions& options) {
   ensure_api();
