@@ -1,4 +1,5 @@
 // float_weights: the nodes whose weights a config leaves float, grouped for the quantize summary.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ std::vector<std::string> describe_float_weights(const std::vector<NodeAssignment
     std::string reason;
     std::vector<std::string> nodes;
   };
-  std::map<std::string, Group> by_op;  // op type -> the first reason and the nodes
+  // (op type, the reason's rule: its text before ':' or ' (') -> the first reason and the nodes
+  std::map<std::pair<std::string, std::string>, Group> by_op;
   for (size_t site = 0; site < sites.size() && site < assignment.size(); ++site) {
     const NodeAssignment& a = assignment[site];
     // A node whose inputs get a format quantizes a constant input from its values.
@@ -53,12 +55,14 @@ std::vector<std::string> describe_float_weights(const std::vector<NodeAssignment
       has_weights = has_weights || (tensor && tensor->data_type() == onnx::TensorProto::FLOAT && values_of(*tensor) >= kWeightValues);
     }
     if (!has_weights) continue;
-    Group& group = by_op[a.op_type];
-    if (group.nodes.empty()) group.reason = a.excluded ? a.reason : "its layer config gives its inputs and weight no format";
+    const std::string reason = a.excluded ? a.reason : "its layer config gives its inputs and weight no format";
+    Group& group = by_op[{a.op_type, reason.substr(0, std::min(reason.find(':'), reason.find(" (")))}];
+    if (group.nodes.empty()) group.reason = reason;
     group.nodes.push_back(a.node_name);
   }
   std::vector<std::string> lines;
-  for (const auto& [op_type, group] : by_op) {
+  for (const auto& [key, group] : by_op) {
+    const std::string& op_type = key.first;
     std::vector<std::string> named(group.nodes.begin(), group.nodes.begin() + static_cast<long>(std::min(kNamed, group.nodes.size())));
     lines.push_back(std::to_string(group.nodes.size()) + " x " + op_type + " (" + text::join(named, ", ") +
                     (group.nodes.size() > kNamed ? ", ..." : "") + ") because " + group.reason);
