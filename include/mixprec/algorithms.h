@@ -2,15 +2,16 @@
 // its quantized form loses less, without changing what the float model computes (CLE) or by
 // measuring and compensating what quantization shifts (bias correction).
 //
-// The stage sits between config and rewrite: prepare_model() runs CLE on the prepared float
-// model (so statistics are collected on the equalized model), the jobs run AdaRound/AdaQuant
-// and then bias correction on a prepared model and its first quantized rewrite, then rewrite
-// again.
+// The stage sits between config and rewrite: prepare_model() runs CLE and SmoothQuant on the
+// prepared float model (so statistics are collected on the equalized, smoothed model), the jobs
+// run AdaRound/AdaQuant and then bias correction on a prepared model and its first quantized
+// rewrite, then rewrite again.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,33 @@ struct EqualizeSummary {
 // Cross-layer equalization (algorithms/equalize_layers.cpp) of `model` in place. The model must
 // be prepared (Constants as initializers). A model without pairs is left unchanged, with a note.
 EqualizeSummary equalize_layers(onnx::ModelProto& model, const CleSettings& settings, const std::string& label);
+
+struct SmoothQuantSummary {
+  double alpha = 0.5;
+  size_t groups = 0;           // activations smoothed (one s shared by the MatMuls reading one)
+  size_t layers = 0;           // MatMul/Gemm weights whose rows were scaled
+  size_t folded = 0;           // groups whose 1/s went into the producer (LayerNorm, Mul[+Add])
+  size_t muls = 0;             // groups that got a float Mul by 1/s
+  double max_scale_ratio = 0;  // the largest max(s) / min(s) of a group: how unequal the channels were
+  size_t samples = 0;          // of the float pass that measured the activations
+  double seconds = 0;          // the pass included
+  std::vector<std::string> notes;  // "no MatMul/Gemm ..." when nothing applies; groups left alone
+};
+
+// max |x| per channel of the last axis, by tensor name.
+using ChannelMaxima = std::map<std::string, std::vector<float>>;
+
+// The activations smooth_quant() would smooth (algorithms/smooth_quant.cpp), whose channel
+// maxima it needs. `prepared` as for equalize_layers.
+std::vector<std::string> smooth_quant_activations(const onnx::ModelProto& prepared, const std::string& label);
+// One float pass of `model` over `samples` of `source` (empty: all), the `tensors` tapped.
+ChannelMaxima measure_channel_maxima(const onnx::ModelProto& model, const std::vector<std::string>& tensors,
+                                     const SampleSource& source, const std::vector<size_t>& samples,
+                                     const SessionOptions& session, const std::string& label);
+// SmoothQuant of `model` in place from the measured maxima (a group without them is left alone,
+// with a note); exact in FP32 up to rounding. See the file's header for the rewrite.
+SmoothQuantSummary smooth_quant(onnx::ModelProto& model, const SmoothQuantSettings& settings, const ChannelMaxima& maxima,
+                                const std::string& label);
 
 struct BiasCorrectionOptions {
   BiasCorrectionMode mode = BiasCorrectionMode::kLayer;  // config.h

@@ -175,6 +175,8 @@ struct ExtraOptions {
   // CLEScaleAppendBias: a head channel's range includes its bias; ReplaceClip6Relu: Clip(0, 6)
   // becomes Relu first (not exact: values above 6 pass), so CLE also crosses ReLU6.
   // BiasCorrection: each quantized Conv/Gemm's mean output shift is added back to its bias.
+  // IncludeSQ: SmoothQuant on the MatMul/Gemm layers with constant weights, SmoothAlpha the
+  // share of each activation channel's range moved into the weights (in [0, 1]).
   // Off by default (Quark's include_cle defaults on; mixprec's presets say what they run).
   bool include_cle = false;
   int64_t cle_steps = 1;                  // >= 1, or -1
@@ -184,6 +186,8 @@ struct ExtraOptions {
   BiasCorrectionMode bias_correction_mode = BiasCorrectionMode::kLayer;  // BiasCorrectionMode
   bool include_fast_ft = false;           // IncludeFastFT: run FastFinetune's method
   FastFinetuneOptions fast_finetune;      // FastFinetune
+  bool include_sq = false;                // IncludeSQ
+  double smooth_alpha = 0.5;              // SmoothAlpha, in [0, 1]
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();  // kept, warned about
 
   bool operator==(const ExtraOptions&) const = default;
@@ -195,7 +199,7 @@ struct ExtraOptions {
 // an error naming the implemented ones; so is a parameter the algorithm does not take, a value
 // out of range, or adaround and adaquant together (both choose the same weights' codes).
 struct AlgorithmEntry {
-  std::string name;                  // "cle" | "bias_correction" | "adaround" | "adaquant"
+  std::string name;                  // "cle" | "bias_correction" | "adaround" | "adaquant" | "smoothquant"
   std::optional<int64_t> cle_steps;  // cle only: >= 1, or -1 (unset: extra_options.CLESteps)
   std::optional<BiasCorrectionMode> mode;  // bias_correction only (unset: BiasCorrectionMode)
   // adaround and adaquant (unset: the method's defaults, ReconstructionSettings).
@@ -203,6 +207,7 @@ struct AlgorithmEntry {
   std::optional<double> learning_rate;     // > 0
   std::optional<double> reg_param;         // adaround only, >= 0
   std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
+  std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
 
   bool operator==(const AlgorithmEntry&) const = default;
 };
@@ -250,15 +255,22 @@ void save_config(const QuantConfig& config, const std::string& path,
                  ConfigShape shape = ConfigShape::kMixprec);  // atomic
 
 // What a config asks the algorithms stage (src/algorithms/) to run, from algo_config and the
-// extra options together. CLE runs on the prepared float model before statistics are
-// collected; AdaRound/AdaQuant, then bias correction, after the first rewrite, on calibration
-// data.
+// extra options together. CLE, then SmoothQuant (one float pass over calibration data for its
+// activation ranges), run on the prepared float model before statistics are collected;
+// AdaRound/AdaQuant, then bias correction, after the first rewrite, on calibration data.
 struct CleSettings {
   int64_t steps = 1;               // -1: until the total weight change is below a threshold
   bool scale_append_bias = true;   // CLEScaleAppendBias
   bool replace_clip6_relu = false; // ReplaceClip6Relu
 
   bool operator==(const CleSettings&) const = default;
+};
+// SmoothQuant (Xiao et al. 2023): per input channel j of a constant-weight MatMul/Gemm,
+// s_j = a_j^alpha / w_j^(1 - alpha) from the activation's and the weight rows' max |.|.
+struct SmoothQuantSettings {
+  double alpha = 0.5;
+
+  bool operator==(const SmoothQuantSettings&) const = default;
 };
 // AdaRound / AdaQuant: `iterations` Adam steps per layer at `learning_rate` on the loss
 // ||W_q X^ - W X||^2 / columns of X (see ReconstructionTarget). AdaRound adds reg_param * sum(1 - |2h - 1|^beta) after the
@@ -281,11 +293,12 @@ ReconstructionSettings default_reconstruction(ReconstructionMethod method);
 
 struct AlgorithmRecipe {
   std::optional<CleSettings> cle;
+  std::optional<SmoothQuantSettings> smooth_quant;
   std::optional<ReconstructionSettings> reconstruction;
   std::optional<BiasCorrectionMode> bias_correction;
 
-  bool empty() const { return !cle && !reconstruction && !bias_correction; }
-  // "cle", "adaround" | "adaquant", "bias_correction", in the order they run
+  bool empty() const { return !cle && !smooth_quant && !reconstruction && !bias_correction; }
+  // "cle", "smoothquant", "adaround" | "adaquant", "bias_correction", in the order they run
   std::vector<std::string> names() const;
 };
 AlgorithmRecipe algorithm_recipe(const QuantConfig& config);
@@ -371,6 +384,7 @@ struct NodeAssignment {
 //        Div by a computed value; Div by a constant is plain scaling, as in hardswish's "/ 6"),
 //        and Add/Sub/Mul reading one of their outputs (LayerNorm's "x - mean", "var + eps"
 //        and "* gamma"): Q/DQ inside decomposed LayerNorm/Softmax ruins models;
+//      - the Mul SmoothQuant puts in front of MatMuls (ir::kSmoothQuantScaleDoc);
 //   3. op type not in OpTypesToQuantize (or the default table when empty) → excluded;
 //   4. the LAST specific_layer_config entry with a matching pattern: its layer_config replaces
 //      the global one as a whole (tensors it leaves out stay in float);

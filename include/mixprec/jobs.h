@@ -48,14 +48,14 @@ struct QuantizeReport {
   std::string data_description;
   size_t nodes = 0, nodes_integer = 0, nodes_fp8 = 0, nodes_bf16 = 0, nodes_fp16 = 0, nodes_block = 0, nodes_float = 0;
   std::vector<std::string> float_weights;  // describe_float_weights: ops whose weights stay float, and why
-  PrepareSummary prepare;                            // prepare.cle: when CLE ran
+  PrepareSummary prepare;                            // prepare.cle, prepare.smooth_quant: when they ran
   std::optional<ReconstructionSummary> reconstruction;   // AdaRound/AdaQuant, when the config asks for it
   std::optional<BiasCorrectionSummary> bias_correction;  // when the config asks for it
   RewriteSummary rewrite;
   std::vector<std::string> warnings;
 };
 
-// Algorithms run in this order: CLE while preparing (before statistics are collected or read),
+// Algorithms run in this order: CLE and SmoothQuant while preparing (before statistics are collected or read),
 // then the rewrite, then AdaRound or AdaQuant and bias correction on the calibration data
 // (which need the quantized model; their progress goes to setup.progress, one call per layer)
 // and a second rewrite with the learned weights and corrected biases.

@@ -26,26 +26,35 @@ using RankLookup = std::function<std::optional<int64_t>(const std::string&)>;
 // Turns the main graph's Constant nodes into initializers (exporters emit weights that way),
 // names every unnamed node, folds BatchNormalization into the Conv before it when
 // `fold_batchnorm` is set (ConvertBNToConv), and then the per-channel Mul/Div/Add/Sub by
-// constants that follow a Conv when `fold_affine` is set (FoldConvAffine), and last equalizes
-// the layers when `cle` is set (IncludeCLE / algo_config "cle": fold, then equalize).
+// constants that follow a Conv when `fold_affine` is set (FoldConvAffine), then equalizes the
+// layers when `cle` is set (IncludeCLE / algo_config "cle": fold, then equalize), and last
+// smooths the constant-weight MatMuls' activations when `smooth_quant` is set (one float pass
+// through `channel_maxima`, which must then be given: kInternal otherwise).
 // Calibration, configs and rewrites all work on the prepared model, so tensor and node names
 // agree between them.
 struct PrepareOptions {
   bool fold_batchnorm = true;
   bool fold_affine = false;  // per-channel Mul/Div/Add/Sub by constants after a Conv
   std::optional<CleSettings> cle;
+  std::optional<SmoothQuantSettings> smooth_quant;  // needs prepare_model's channel_maxima
 };
+// SmoothQuant's float pass: the channel maxima of `tensors` of the model prepared so far, on the
+// calibration data (evaluation's smooth_quant_measurer binds a setup's); `samples` gets how many
+// samples it ran.
+using ChannelMaximaFn =
+    std::function<ChannelMaxima(const onnx::ModelProto& model, const std::vector<std::string>& tensors, size_t& samples)>;
 struct PrepareSummary {
   size_t constants_converted = 0;
   size_t named_nodes = 0;
   size_t folded_batchnorms = 0;
   size_t folded_affines = 0;  // Mul/Div/Add/Sub ops folded into a Conv
   std::optional<EqualizeSummary> cle;  // when CLE ran
+  std::optional<SmoothQuantSummary> smooth_quant;  // when SmoothQuant ran
 };
 // `model` is taken by value: pass std::move(model) when it is not needed afterwards (a 2 GB
 // model is then rewritten in place instead of copied).
 onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& options, const std::string& label,
-                               PrepareSummary* summary = nullptr);
+                               PrepareSummary* summary = nullptr, const ChannelMaximaFn* channel_maxima = nullptr);
 // The preparation a config asks for: ConvertBNToConv, FoldConvAffine and CLE.
 PrepareOptions prepare_options(const QuantConfig& config);
 

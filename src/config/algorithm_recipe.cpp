@@ -13,6 +13,7 @@ constexpr const char* kCleParameters[] = {"cle_steps"};
 constexpr const char* kBiasCorrectionParameters[] = {"mode"};
 constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target"};
 constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target"};
+constexpr const char* kSmoothQuantParameters[] = {"alpha"};
 
 // clang-format off
 constexpr AlgorithmRow kAlgorithms[] = {
@@ -20,8 +21,8 @@ constexpr AlgorithmRow kAlgorithms[] = {
   {"adaround",        true,  kAdaRoundParameters},
   {"adaquant",        true,  kAdaQuantParameters},
   {"bias_correction", true,  kBiasCorrectionParameters},
-  // Quark's other names: known, so the message can say they are not implemented (issue 12).
-  {"smoothquant",     false, {}},
+  {"smoothquant",     true,  kSmoothQuantParameters},
+  // Quark's other names: known, so the message can say they are not implemented.
   {"gptq",            false, {}},
   {"quarot",          false, {}},
 };
@@ -79,6 +80,7 @@ std::vector<std::string> algorithm_names() {
 std::vector<std::string> AlgorithmRecipe::names() const {
   std::vector<std::string> out;
   if (cle) out.emplace_back("cle");
+  if (smooth_quant) out.emplace_back("smoothquant");
   if (reconstruction) out.emplace_back(reconstruction_method_names().name(reconstruction->method));
   if (bias_correction) out.emplace_back("bias_correction");
   return out;
@@ -92,6 +94,7 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
                         .replace_clip6_relu = extra.replace_clip6_relu};
   if (extra.include_cle) recipe.cle = cle;
   if (extra.bias_correction) recipe.bias_correction = extra.bias_correction_mode;
+  if (extra.include_sq) recipe.smooth_quant = SmoothQuantSettings{.alpha = extra.smooth_alpha};
   // Given values over the method's defaults (parse_config checked the two places agree).
   const auto reconstruction = [&](ReconstructionMethod method, const std::optional<int64_t>& iterations,
                                   const std::optional<double>& learning_rate, const std::optional<double>& reg_param) {
@@ -109,6 +112,8 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
     if (entry.name == "cle") {
       recipe.cle = cle;
       if (entry.cle_steps) recipe.cle->steps = *entry.cle_steps;  // parse_config checked they agree
+    } else if (entry.name == "smoothquant") {
+      recipe.smooth_quant = SmoothQuantSettings{.alpha = entry.alpha.value_or(extra.smooth_alpha)};  // checked to agree
     } else if (entry.name == "bias_correction") {
       recipe.bias_correction = entry.mode.value_or(extra.bias_correction_mode);
     } else if (const auto method = reconstruction_method_names().from_name(entry.name)) {

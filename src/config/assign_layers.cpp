@@ -273,6 +273,11 @@ std::optional<std::string> shape_or_index(const Context& context, size_t index) 
   return "outputs are integer or bool: a shape/index computation (never quantized)";
 }
 
+std::optional<std::string> smoothing_scale(const Context& context, size_t index) {
+  if (context.node(index).doc_string() != ir::kSmoothQuantScaleDoc) return std::nullopt;
+  return "SmoothQuant's activation scale (never quantized: its output is quantized, after smoothing)";
+}
+
 std::optional<std::string> normalization_arithmetic(const Context& context, size_t index) {
   const onnx::NodeProto& node = context.node(index);
   if (context.is_normalization(index)) return "normalization arithmetic " + node.op_type() + " (never quantized)";
@@ -299,7 +304,8 @@ std::optional<std::string> op_type_not_listed(const Context& context, size_t ind
 // In priority order: the first rule that applies decides (see assign_layers in config.h).
 constexpr FloatRule kFloatRules[] = {
     excluded_by_name,         excluded_by_subgraph, excluded_by_layer_type,
-    shape_or_index,           normalization_arithmetic, op_type_not_listed,
+    shape_or_index,           smoothing_scale,      normalization_arithmetic,
+    op_type_not_listed,
 };
 
 // --- Quantized nodes -----------------------------------------------------------------------------

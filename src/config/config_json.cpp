@@ -19,6 +19,7 @@
 #include "config/config_reading.h"
 #include "config/node_pattern.h"
 #include "config/quark_config.h"
+#include "config/quark_tables.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -134,7 +135,7 @@ struct Schema<FastFinetuneOptions> {
 template <>
 struct Schema<ExtraOptions> {
   static constexpr Field<ExtraOptions, std::vector<std::string>, bool, CalibMethod, int64_t, BiasCorrectionMode,
-                         FastFinetuneOptions> kFields[] = {
+                         FastFinetuneOptions, double> kFields[] = {
       {"OpTypesToQuantize", &ExtraOptions::op_types_to_quantize},
       {"ActivationSymmetric", &ExtraOptions::activation_symmetric},
       {"UseRandomData", &ExtraOptions::use_random_data},
@@ -154,6 +155,8 @@ struct Schema<ExtraOptions> {
       {"BiasCorrectionMode", &ExtraOptions::bias_correction_mode},
       {"IncludeFastFT", &ExtraOptions::include_fast_ft},
       {"FastFinetune", &ExtraOptions::fast_finetune},
+      {"IncludeSQ", &ExtraOptions::include_sq},
+      {"SmoothAlpha", &ExtraOptions::smooth_alpha},
   };
   static constexpr auto kUnknown = &ExtraOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kWrite;  // a saved config states every option
@@ -342,11 +345,19 @@ void check_cle_steps(int64_t steps, const Where& at) {
   if (steps < 1 && steps != -1) at.fail("must be at least 1, or -1 (until the weights stop changing)");
 }
 
+void check_smooth_alpha(double alpha, const Where& at) {
+  if (!(alpha >= 0 && alpha <= 1)) at.fail("must be in [0, 1] (the share of each activation range moved into the weights)");
+}
+
 void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
   if (!json.is_object()) at.fail("must be an object {\"name\": \"cle\", ...}");
   if (!json.contains("name")) at.fail("must name an algorithm (\"name\": \"cle\")");
   read_value(json["name"], at / "name", out.name);
   const config::AlgorithmRow* row = config::find_algorithm(out.name);
+  if (const auto* quark_row = config::quark::find_algorithm(out.name); !row && quark_row) {
+    out.name = quark_row->mixprec_name;  // Quark's spelling ("smooth_quant") of one of ours
+    row = config::find_algorithm(out.name);
+  }
   const std::string known = text::join(algorithm_names());
   if (!row) (at / "name").fail("names an unknown algorithm \"" + out.name + "\" (known: " + known + ")");
   if (!row->implemented) {
@@ -372,6 +383,8 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.reg_param.emplace());
     } else if (item.key() == "target") {
       read_value(item.value(), at / item.key(), out.target.emplace());
+    } else if (item.key() == "alpha") {
+      read_value(item.value(), at / item.key(), out.alpha.emplace());
     }
   }
 }
@@ -393,6 +406,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.learning_rate) json["learning_rate"] = *value.learning_rate;
   if (value.reg_param) json["reg_param"] = *value.reg_param;
   if (value.target) json["target"] = to_json_value(*value.target);
+  if (value.alpha) json["alpha"] = *value.alpha;
   return json;
 }
 
@@ -544,6 +558,7 @@ bool is_extra_option(std::string_view key) {
 void check_config(const QuantConfig& config, const std::string& label) {
   if (config.extra.num_calib_samples < 1) throw_bad_input(label, "extra_options.NumCalibSamples must be at least 1");
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
+  check_smooth_alpha(config.extra.smooth_alpha, Where(label, "extra_options.SmoothAlpha"));
   const FastFinetuneOptions& ft = config.extra.fast_finetune;
   check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, Where(label, "extra_options.FastFinetune"),
                        "NumIterations", "LearningRate", "RegParam");
@@ -560,6 +575,13 @@ void check_config(const QuantConfig& config, const std::string& label) {
     if (entry.cle_steps && config.extra.cle_steps != ExtraOptions{}.cle_steps && *entry.cle_steps != config.extra.cle_steps) {
       (at / "cle_steps").fail("is " + std::to_string(*entry.cle_steps) + " but extra_options.CLESteps is " +
                               std::to_string(config.extra.cle_steps) + ": state the steps once");
+    }
+    if (entry.alpha) {
+      check_smooth_alpha(*entry.alpha, at / "alpha");
+      if (config.extra.smooth_alpha != ExtraOptions{}.smooth_alpha && *entry.alpha != config.extra.smooth_alpha) {
+        (at / "alpha").fail("is " + text::fixed(*entry.alpha) + " but extra_options.SmoothAlpha is " +
+                            text::fixed(config.extra.smooth_alpha) + ": state alpha once");
+      }
     }
     const auto method = reconstruction_method_names().from_name(entry.name);
     if (!method) continue;

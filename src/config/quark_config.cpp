@@ -39,10 +39,10 @@
 //   in ".*" or "$", where Quark's search would also match longer names), exact names as escaped
 //   regexes, [[starts], [ends]] as every (start, end) pair in exclude.subgraphs (the same nodes:
 //   those on a path from a start to an end).
-// - algo_config: cle, bias_correction, adaround, adaquant with the parameters mixprec has
-//   (cle_scale_append_bias sets extra_options.CLEScaleAppendBias unless that is given, as in
-//   Quark); Quark's other parameters are warnings; smooth_quant, gptq, auto_mixprecision and
-//   quarot are errors.
+// - algo_config: cle, bias_correction, adaround, adaquant, smooth_quant (mixprec's
+//   "smoothquant") with the parameters mixprec has (cle_scale_append_bias sets
+//   extra_options.CLEScaleAppendBias unless that is given, as in Quark); Quark's other
+//   parameters are warnings; gptq, auto_mixprecision and quarot are errors.
 // - extra_options as in mixprec's shape (unknown options warn and are kept); OpTypesToQuantize
 //   equal to the default table reads as unset.
 // - any other key, at any level but extra_options, is an error naming the key and the accepted
@@ -388,6 +388,7 @@ constexpr AlgorithmParam kAlgorithmParams[] = {
     {"learning_rate",
      [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.learning_rate = read_number(json, at); }},
     {"reg_param", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.reg_param = read_number(json, at); }},
+    {"alpha", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.alpha = read_number(json, at); }},
 };
 
 AlgorithmEntry read_algorithm(const Json& json, const Where& at, QuarkRead& read) {
@@ -419,6 +420,7 @@ AlgorithmEntry read_algorithm(const Json& json, const Where& at, QuarkRead& read
       param.fail("is not a parameter of Quark's " + entry.name + (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
     }
   }
+  entry.name = row->mixprec_name;
   return entry;
 }
 
@@ -574,11 +576,13 @@ Json exclude_to_json(const ExcludeConfig& exclude, const Where& at) {
 Json algorithm_to_json(const AlgorithmEntry& entry, const Where& at) {
   if (entry.mode) no_equivalent(at / "mode", "Quark's bias correction takes no parameters");
   if (entry.target) no_equivalent(at / "target", std::string("Quark's ") + entry.name + " has no target");
-  Json json = {{"name", entry.name}};
+  const quark::AlgorithmRow* row = quark::find_algorithm_by_mixprec_name(entry.name);
+  Json json = {{"name", row ? row->name : entry.name.c_str()}};
   if (entry.cle_steps) json["cle_steps"] = *entry.cle_steps;
   if (entry.num_iterations) json["num_iterations"] = *entry.num_iterations;
   if (entry.learning_rate) json["learning_rate"] = *entry.learning_rate;
   if (entry.reg_param) json["reg_param"] = *entry.reg_param;
+  if (entry.alpha) json["alpha"] = *entry.alpha;
   return json;
 }
 

@@ -82,6 +82,7 @@ constexpr const char* kCleUnused[] = {"cle_balance_method", "cle_weight_threshol
                                       "cle_total_layer_diff_threshold"};
 constexpr const char* kAdaRoundUsed[] = {"num_iterations", "learning_rate", "reg_param"};
 constexpr const char* kAdaQuantUsed[] = {"num_iterations", "learning_rate"};
+constexpr const char* kSmoothQuantUsed[] = {"alpha"};
 // AdaRoundConfig's and AdaQuantConfig's other parameters (the same for both; AdaQuant's also
 // takes reg_param, which mixprec's AdaQuant has no use for).
 constexpr std::array<const char*, 26> kAdaRoundUnused = {
@@ -97,14 +98,14 @@ constexpr auto kAdaQuantUnused = [] {
 }();
 
 constexpr AlgorithmRow kAlgorithms[] = {
-  {"cle",               true,  kCleUsed,      kCleUnused},
-  {"adaround",          true,  kAdaRoundUsed, kAdaRoundUnused},
-  {"adaquant",          true,  kAdaQuantUsed, kAdaQuantUnused},
-  {"bias_correction",   true,  {},            {}},
-  {"smooth_quant",      false, {},            {}},
-  {"gptq",              false, {},            {}},
-  {"auto_mixprecision", false, {},            {}},
-  {"quarot",            false, {},            {}},
+  {"cle",               "cle",             true,  kCleUsed,         kCleUnused},
+  {"adaround",          "adaround",        true,  kAdaRoundUsed,    kAdaRoundUnused},
+  {"adaquant",          "adaquant",        true,  kAdaQuantUsed,    kAdaQuantUnused},
+  {"bias_correction",   "bias_correction", true,  {},               {}},
+  {"smooth_quant",      "smoothquant",     true,  kSmoothQuantUsed, {}},
+  {"gptq",              "gptq",            false, {},               {}},
+  {"auto_mixprecision", "auto_mixprecision", false, {},               {}},
+  {"quarot",            "quarot",          false, {},               {}},
 };
 // clang-format on
 
@@ -160,6 +161,11 @@ std::span<const AlgorithmRow> algorithms() { return kAlgorithms; }
 
 const AlgorithmRow* find_algorithm(std::string_view name) {
   const auto row = std::ranges::find(kAlgorithms, name, &AlgorithmRow::name);
+  return row == std::end(kAlgorithms) ? nullptr : &*row;
+}
+
+const AlgorithmRow* find_algorithm_by_mixprec_name(std::string_view name) {
+  const auto row = std::ranges::find(kAlgorithms, name, &AlgorithmRow::mixprec_name);
   return row == std::end(kAlgorithms) ? nullptr : &*row;
 }
 

@@ -81,12 +81,14 @@ Method method_of(CalibMethod method);
 // One of Quark's algo_config names. `used` are the parameters mixprec reads; `unused` Quark's
 // others (devices, batching, ...), warned about and not used.
 struct AlgorithmRow {
-  const char* name;
+  const char* name;          // Quark's ("smooth_quant")
+  const char* mixprec_name;  // algo_config's in mixprec's shape ("smoothquant")
   bool implemented;
   std::span<const char* const> used;
   std::span<const char* const> unused;
 };
 std::span<const AlgorithmRow> algorithms();
+const AlgorithmRow* find_algorithm_by_mixprec_name(std::string_view name);
 const AlgorithmRow* find_algorithm(std::string_view name);
 
 }  // namespace mixprec::config::quark

@@ -13,8 +13,9 @@ namespace mixprec {
 
 PrepareOptions calibration_preparation(PrepareOptions prepare) {
   // CLE's scales depend on what was folded before it, so an equalized model is calibrated as
-  // prepared (its own statistics file, which its fingerprint tells apart).
-  if (!prepare.cle) prepare.fold_affine = false;
+  // prepared (its own statistics file, which its fingerprint tells apart); so is a smoothed one,
+  // whose activations are not the float model's.
+  if (!prepare.cle && !prepare.smooth_quant) prepare.fold_affine = false;
   return prepare;
 }
 
@@ -49,6 +50,21 @@ std::string first_names(const std::vector<std::string>& names, size_t count = 3)
 }
 
 }  // namespace
+
+ChannelMaximaFn smooth_quant_measurer(const EvaluationSetup& setup, const SessionOptions& session, size_t max_samples) {
+  return [setup, session, max_samples](const onnx::ModelProto& model, const std::vector<std::string>& tensors, size_t& samples) {
+    const std::string& label = setup.model_path;
+    const DataSpec data = calibration_data(setup, max_samples ? max_samples : kRandomSamples);
+    const auto source = [&] {
+      const Session probe = Session::from_model(model, label, session);
+      return open_samples(data, probe.inputs(), label);
+    }();
+    const std::vector<size_t> subset =
+        max_samples ? spread_subset(source->size(), max_samples, data.data.seed) : std::vector<size_t>{};
+    samples = max_samples ? subset.size() : source->size();
+    return measure_channel_maxima(model, tensors, *source, subset, session, label);
+  };
+}
 
 CachedStats load_or_collect_stats(const onnx::ModelProto& calibration_graph, const EvaluationSetup& setup,
                                   const StatsRequest& request) {

@@ -9,6 +9,7 @@
 // on its own prepared (equalized) model: its ranges are those of the weights it quantizes.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ namespace mixprec {
 
 // The preparation statistics are collected under, for a config's preparation.
 PrepareOptions calibration_preparation(PrepareOptions prepare);
+
+// prepare_model's channel_maxima for SmoothQuant: a float pass on the samples calibration takes
+// of the setup's calibration data (`max_samples` as StatsRequest's).
+ChannelMaximaFn smooth_quant_measurer(const EvaluationSetup& setup, const SessionOptions& session, size_t max_samples);
 
 struct StatsRequest {
   std::string path;        // read when it exists (kBadInput when it is another model's), else

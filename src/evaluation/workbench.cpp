@@ -1,6 +1,7 @@
 #include "evaluation/workbench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <condition_variable>
 #include <exception>
@@ -29,13 +30,14 @@ constexpr size_t kReusableSessionBytes = size_t{256} << 20;
 Workbench::Workbench(const EvaluationSetup& setup, const DeploymentTarget& deployment, const WorkbenchOptions& options)
     : setup_(setup), options_(options), session_(accuracy_session(deployment)) {
   const std::string& label = setup_.model_path;
+  const ChannelMaximaFn measure = smooth_quant_measurer(setup_, session_, options_.calibration_samples);
   onnx::ModelProto model = load_model(label);
   task_ = analyze_model(model, label).task;
   // The loaded model is kept only when calibration needs a graph of its own: a 2 GB model is
   // not held twice beside ONNX Runtime's copy.
   const bool own_calibration_graph = calibration_preparation(options_.prepare).fold_affine != options_.prepare.fold_affine;
-  prepared_ = own_calibration_graph ? prepare_model(model, options_.prepare, label)
-                                    : prepare_model(std::move(model), options_.prepare, label);
+  prepared_ = own_calibration_graph ? prepare_model(model, options_.prepare, label, nullptr, &measure)
+                                    : prepare_model(std::move(model), options_.prepare, label, nullptr, &measure);
   load_or_calibrate(std::move(model));
   cache_reference();
 }
@@ -44,10 +46,13 @@ void Workbench::load_or_calibrate(onnx::ModelProto model) {
   const std::string& label = setup_.model_path;
   if (!setup_.work_dir.empty() && !options_.stats_file.empty()) {
     std::filesystem::create_directories(setup_.work_dir);
-    // An equalized model has statistics of its own (stats_cache.h): its own file, so one work
-    // dir serves runs with and without CLE.
+    // An equalized or smoothed model has statistics of its own (stats_cache.h): its own file,
+    // so one work dir serves runs with and without CLE and SmoothQuant.
     std::filesystem::path file = options_.stats_file;
     if (options_.prepare.cle) file = file.stem().string() + ".cle" + file.extension().string();
+    if (const auto& sq = options_.prepare.smooth_quant) {
+      file = file.stem().string() + ".sq" + std::to_string(std::lround(sq->alpha * 100)) + file.extension().string();
+    }
     stats_path_ = (std::filesystem::path(setup_.work_dir) / file).string();
   }
   const PrepareOptions calibration = calibration_preparation(options_.prepare);

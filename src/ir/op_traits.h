@@ -150,4 +150,9 @@ int64_t weight_channel_axis(const OpTraits& traits, const onnx::NodeProto& node,
 // (0), K of a MatMul/Gemm weight (by transB), the input axis of a recurrent weight (last).
 int64_t weight_reduction_axis(const onnx::NodeProto& node, int64_t weight_rank);
 
+// The doc_string of the Mul SmoothQuant puts in front of MatMuls whose activation it could not
+// fold into a producer (algorithms/smooth_quant.cpp): the config stage keeps such a node float,
+// so its activation is quantized once, after smoothing.
+inline constexpr std::string_view kSmoothQuantScaleDoc = "mixprec: SmoothQuant activation scale (kept float)";
+
 }  // namespace mixprec::ir

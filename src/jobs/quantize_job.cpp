@@ -99,10 +99,11 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   // its own, and every stage below hands its input on instead of copying it.
   onnx::ModelProto model = load_model(label);
   const PrepareOptions preparation = prepare_options(config);
+  const ChannelMaximaFn measure = smooth_quant_measurer(params.setup, session, static_cast<size_t>(config.extra.num_calib_samples));
   const PrepareOptions calibration = calibration_preparation(preparation);
   const bool own_calibration_graph = calibration.fold_affine != preparation.fold_affine;
-  onnx::ModelProto prepared = own_calibration_graph ? prepare_model(model, preparation, label, &report.prepare)
-                                                    : prepare_model(std::move(model), preparation, label, &report.prepare);
+  onnx::ModelProto prepared = own_calibration_graph ? prepare_model(model, preparation, label, &report.prepare, &measure)
+                                                    : prepare_model(std::move(model), preparation, label, &report.prepare, &measure);
   const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, label);
   count_precisions(assignment, report);
   report.float_weights = describe_float_weights(assignment, prepared, label);

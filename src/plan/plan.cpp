@@ -37,7 +37,7 @@ constexpr AlgorithmTraits kAlgorithms[] = {
     {"bias_correction", true, "correct the mean shift quantization adds to each layer's output"},
     {"adaround", true, "learn each weight's rounding direction on calibration data (AdaRound)"},
     {"adaquant", true, "learn each layer's quantized weights on calibration data (AdaQuant)"},
-    {"smoothquant", false, "move activation outliers into the weights of the following MatMul"},
+    {"smoothquant", true, "move activation outliers into the weights of the following MatMul (SmoothQuant, alpha 0.5)"},
     {"gptq", false, "quantize weights column by column, compensating the error with second-order information"},
 };
 
@@ -323,6 +323,15 @@ class Planner {
       reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " Conv/Gemm/MatMul layers x " +
                         std::to_string(settings.iterations) + " Adam steps, plus one rewrite and one calibration pass per "
                         "level of layers (" + kReconstructionCostExample + ")");
+    }
+    if (listed("smoothquant")) {
+      int64_t matmuls = 0;
+      for (const OpCount& op : analysis_.op_histogram) {
+        if (op.op_type == "Gemm" || op.op_type == "MatMul") matmuls += op.count;
+      }
+      reasons.push_back("smoothquant cost: one float pass over the calibration samples for the activation ranges of up to " +
+                        std::to_string(matmuls) + " MatMul/Gemm layers, then exact weight rescaling" +
+                        (matmuls == 0 ? " (the model has none: it will be a note, not a change)" : ""));
     }
     const bool transformer_like = plan_.architecture == Architecture::kTransformer || plan_.architecture == Architecture::kHybrid;
     if (transformer_like && std::ranges::find(plan_.algorithms, "cle") != plan_.algorithms.end()) {

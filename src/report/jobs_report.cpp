@@ -57,6 +57,13 @@ std::string quantize_text(const QuantizeReport& r) {
     out << ", " << fixed(cle->seconds) << " s\n";
     for (const auto& note : cle->notes) out << "note         " << note << "\n";
   }
+  if (const auto& sq = r.prepare.smooth_quant) {
+    out << "smoothquant  " << sq->groups << " activations smoothed (alpha " << general(sq->alpha) << ") for " << sq->layers
+        << " MatMul/Gemm layers: " << sq->folded << " folded into their producer, " << sq->muls << " through a float Mul"
+        << "; channel scales up to " << general(sq->max_scale_ratio) << "x apart; " << sq->samples << " samples, "
+        << fixed(sq->seconds) << " s\n";
+    for (const auto& note : sq->notes) out << "note         " << note << "\n";
+  }
   if (const auto& rc = r.reconstruction) {
     double nearest = 0, learned = 0;
     for (const auto& layer : rc->per_layer) {

@@ -1,6 +1,7 @@
 // The pass order, in one place.
 //   prepare_model:  Constant nodes → initializers → name nodes → fold BatchNormalization into Conv
 //                   → (FoldConvAffine) fold per-channel Mul/Add into Conv → (CLE) equalize layers
+//                   → (SmoothQuant) one float pass for the MatMul activations' ranges, smooth them
 //   quantize_model: insert Q/DQ and cast pairs → (OrtCpuFusion) place them for ONNX Runtime's
 //                   CPU fusions → (MatMulNBits) 4-bit MatMul weights as MatMulNBits → raise the
 //                   opset as far as the formats need
@@ -8,7 +9,10 @@
 #include <map>
 #include <utility>
 
+#include "common/timing.h"
+#include "mixprec/algorithms.h"
 #include "mixprec/config.h"
+#include "mixprec/error.h"
 #include "mixprec/rewrite.h"
 #include "rewrite/constants_to_initializers.h"
 #include "rewrite/fold_affine.h"
@@ -22,7 +26,7 @@
 namespace mixprec {
 
 onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& options, const std::string& label,
-                               PrepareSummary* summary) {
+                               PrepareSummary* summary, const ChannelMaximaFn* channel_maxima) {
   onnx::ModelProto out = std::move(model);
   PrepareSummary local;
   PrepareSummary& s = summary ? *summary : local;
@@ -31,13 +35,27 @@ onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& opt
   if (options.fold_batchnorm) s.folded_batchnorms = rewrite::fold_batchnorm(out, label);
   if (options.fold_affine) s.folded_affines = rewrite::fold_affine(out, label);
   if (options.cle) s.cle = equalize_layers(out, *options.cle, label);
+  if (options.smooth_quant) {
+    if (!channel_maxima || !*channel_maxima) {
+      throw Error(ErrorKind::kInternal, label, "SmoothQuant needs its float pass (channel_maxima)");
+    }
+    const auto start = Clock::now();
+    const std::vector<std::string> activations = smooth_quant_activations(out, label);
+    size_t samples = 0;
+    const ChannelMaxima maxima = activations.empty() ? ChannelMaxima{} : (*channel_maxima)(out, activations, samples);
+    s.smooth_quant = smooth_quant(out, *options.smooth_quant, maxima, label);
+    s.smooth_quant->samples = samples;
+    s.smooth_quant->seconds = seconds_since(start);
+  }
   return out;
 }
 
 PrepareOptions prepare_options(const QuantConfig& config) {
+  const AlgorithmRecipe recipe = algorithm_recipe(config);
   return {.fold_batchnorm = config.extra.convert_bn_to_conv,
           .fold_affine = config.extra.fold_conv_affine,
-          .cle = algorithm_recipe(config).cle};
+          .cle = recipe.cle,
+          .smooth_quant = recipe.smooth_quant};
 }
 
 QuantizeOptions quantize_options(const QuantConfig& config) {

@@ -230,8 +230,15 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
 TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"algo_config": [{"name": "magic"}]})",
-       "algo_config[0].name names an unknown algorithm \"magic\" (known: cle, adaround, adaquant, bias_correction)"},
-      {R"({"algo_config": [{"name": "smoothquant"}]})", "\"smoothquant\", which mixprec does not implement yet"},
+       "algo_config[0].name names an unknown algorithm \"magic\" (known: cle, adaround, adaquant, bias_correction, "
+       "smoothquant)"},
+      {R"({"algo_config": [{"name": "gptq"}]})", "\"gptq\", which mixprec does not implement yet"},
+      {R"({"algo_config": [{"name": "smoothquant", "alpha": -0.1}]})", "algo_config[0].alpha must be in [0, 1]"},
+      {R"({"extra_options": {"SmoothAlpha": 1.5}})", "extra_options.SmoothAlpha must be in [0, 1]"},
+      {R"({"extra_options": {"SmoothAlpha": 0.7}, "algo_config": [{"name": "smoothquant", "alpha": 0.6}]})",
+       "algo_config[0].alpha is 0.60 but extra_options.SmoothAlpha is 0.70: state alpha once"},
+      {R"({"algo_config": [{"name": "smoothquant", "cle_steps": 2}]})",
+       "algo_config[0].cle_steps is not a parameter of smoothquant (known: alpha)"},
       {R"({"algo_config": [{"name": "adaround", "num_iterations": 0}]})",
        "algo_config[0].num_iterations must be at least 1"},
       {R"({"algo_config": [{"name": "adaquant", "learning_rate": -1}]})",

@@ -367,10 +367,11 @@ TEST(QuarkConfigTest, MalformedListsKeysAndAlgorithmsAreErrors) {
       {R"({"global_config": {}, "exclude": [[["/a"], [4]]]})", "exclude[0][1][0] must be a string"},
       {R"({"global_config": {}, "exclude": [[[)" + many_names + "], [" + many_names + "]]]}",
        "exclude[0] names 40 start and 40 end nodes: at most 1024 (start, end) pairs"},
-      {R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "smooth_quant", "alpha": 0.5}]})",
-       "algo_config[0].name names smooth_quant, which mixprec does not implement yet (implemented: cle, adaround, "
-       "adaquant, bias_correction)"},
-      {R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "gptq"}]})", "names gptq, which mixprec does not implement yet"},
+      {R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "gptq"}]})",
+       "algo_config[0].name names gptq, which mixprec does not implement yet (implemented: cle, adaround, adaquant, "
+       "bias_correction, smooth_quant)"},
+      {R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "smooth_quant", "alpha": 2}]})",
+       "algo_config[0].alpha must be in [0, 1]"},
       {R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "magic"}]})",
        "algo_config[0].name names an unknown algorithm \"magic\" (Quark's: cle, adaround, adaquant, bias_correction, "
        "smooth_quant, gptq, auto_mixprecision, quarot)"},

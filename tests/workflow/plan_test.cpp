@@ -181,10 +181,18 @@ TEST_F(PlanTest, AlgorithmRisks) {
   EXPECT_FALSE(plan_blocker(cle).has_value());  // implemented: quantize --plan runs it
   EXPECT_EQ(cle.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
   EXPECT_FALSE(has_risk(cle, "medium", "algorithms ("));
+  p.algorithms = {"gptq"};
+  const QuantPlan gptq = make_plan(p);
+  EXPECT_TRUE(has_risk(gptq, "high", "gptq is not implemented"));
+  EXPECT_NE(plan_blocker(gptq).value_or("").find("'gptq'"), std::string::npos);
+  // SmoothQuant is executable: an algo_config entry, its cost (one float pass) stated.
   p.algorithms = {"smoothquant"};
   const QuantPlan smoothquant = make_plan(p);
-  EXPECT_TRUE(has_risk(smoothquant, "high", "smoothquant is not implemented"));
-  EXPECT_NE(plan_blocker(smoothquant).value_or("").find("'smoothquant'"), std::string::npos);
+  EXPECT_FALSE(has_risk(smoothquant, "high", "not implemented"));
+  EXPECT_FALSE(plan_blocker(smoothquant).has_value());
+  EXPECT_EQ(smoothquant.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "smoothquant"}}));
+  EXPECT_NE(decision(smoothquant, "algorithms").reason.find("smoothquant cost: one float pass"), std::string::npos)
+      << decision(smoothquant, "algorithms").reason;
 
   PlanParams cnn = params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kCpu);
   // AdaRound is executable: no blocker, an algo_config entry after CLE's, and a cost stated.
