@@ -51,6 +51,10 @@ struct TensorQuantSpec {
   // (input-channel) axis, ONNX's blocked DequantizeLinear (Quark's QuantGranularity.Group);
   // takes precedence over per_channel. Unset: per channel or per tensor.
   std::optional<int64_t> group_size;
+  // Weights of an 8-bit integer format on half the code range ([-63, 63] symmetric, [0, 127]
+  // otherwise), ONNX Runtime's reduce_range: x86 CPUs without VNNI add u8 x s8 products in
+  // int16 pairs that saturate (vpmaddubsw), which 7-bit weights cannot reach.
+  bool reduce_range = false;
   std::optional<CalibMethod> calib_method; // unset: extra_options.CalibMethod
   nlohmann::ordered_json unknown_params = nlohmann::ordered_json::object();
   nlohmann::ordered_json unknown_keys = nlohmann::ordered_json::object();  // beside spec/params

@@ -52,6 +52,12 @@ std::string runtime_library();
 // so far: errors as warnings, warnings as info (a CLI shows them with -v and counts them otherwise).
 size_t runtime_log_messages();
 
+// Whether ONNX Runtime's CPU kernels for u8 activations x s8 weights (the fused QLinearConv,
+// MatMulInteger, ... of a U8S8 model) add products in int16 pairs that saturate on this CPU:
+// x86-64 without AVX-VNNI or AVX512-VNNI, where MLAS uses vpmaddubsw. Such a model can then
+// compute differently from its Q/DQ graph; 7-bit weights (params.reduce_range) cannot saturate.
+bool cpu_u8s8_kernels_saturate();
+
 // A tensor as ONNX Runtime holds it during a run; valid only inside TapSink::observe.
 struct TensorView {
   DType dtype = DType::kFloat32;

@@ -20,6 +20,7 @@
 #include "config/node_pattern.h"
 #include "config/quark_config.h"
 #include "config/quark_tables.h"
+#include "config/weight_grid.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -53,6 +54,7 @@ const Field<TensorQuantSpec, std::optional<bool>, bool, std::optional<int64_t>, 
     {"per_channel", &TensorQuantSpec::per_channel},
     {"ch_axis", &TensorQuantSpec::ch_axis},
     {"group_size", &TensorQuantSpec::group_size},
+    {"reduce_range", &TensorQuantSpec::reduce_range},
     {"calib_method", &TensorQuantSpec::calib_method},
 };
 
@@ -318,6 +320,11 @@ void read_value(const Json& json, const Where& at, TensorQuantSpec& out) {
                 " (groups take Q/DQ formats with per-channel parameters: Int8Spec, Int4Spec, UInt4Spec, ...)");
     }
   }
+  if (out.reduce_range && !config::reduces_range(out.format)) {
+    (at / "params.reduce_range")
+        .fail(std::string("does not apply to ") + format_traits(out.format).spec_name +
+              " (it halves the code range of 8-bit integer weights: Int8Spec, UInt8Spec)");
+  }
   // insert_qdq quantizes such a spec per tensor: say so rather than drop the request silently.
   if (out.per_channel && !format_traits(out.format).per_channel_allowed) {
     (at / "params.per_channel")
@@ -555,7 +562,25 @@ bool is_extra_option(std::string_view key) {
          std::end(Schema<ExtraOptions>::kFields);
 }
 
+// params.reduce_range shapes a weight's grid; on an activation or a bias it would do nothing.
+void check_reduce_range(const LayerConfig& layer, const Where& at) {
+  const std::pair<const char*, const std::optional<TensorQuantSpec>*> roles[] = {
+      {"input_tensors", &layer.input_tensors}, {"bias", &layer.bias}, {"output_tensors", &layer.output_tensors}};
+  for (const auto& [role, spec] : roles) {
+    if (*spec && (*spec)->reduce_range) (at / role / "params.reduce_range").fail("applies to weights only");
+  }
+}
+
 void check_config(const QuantConfig& config, const std::string& label) {
+  check_reduce_range(config.global, Where(label, "global_config"));
+  for (size_t i = 0; i < config.specific.size(); ++i) {
+    check_reduce_range(config.specific[i].layer_config, Where(label, "specific_layer_config")[i] / "layer_config");
+  }
+  for (size_t i = 0; i < config.layer_types.size(); ++i) {
+    if (config.layer_types[i].layer_config) {
+      check_reduce_range(*config.layer_types[i].layer_config, Where(label, "layer_type_config")[i] / "layer_config");
+    }
+  }
   if (config.extra.num_calib_samples < 1) throw_bad_input(label, "extra_options.NumCalibSamples must be at least 1");
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
   check_smooth_alpha(config.extra.smooth_alpha, Where(label, "extra_options.SmoothAlpha"));

@@ -489,6 +489,7 @@ bool same_ranges(CalibMethod a, CalibMethod b, const FormatTraits& format) {
 Json tensor_to_json(const TensorQuantSpec& spec, const Where& at, Role role, const ExtraOptions& extra) {
   refuse_unknown(spec.unknown_keys, at, "Quark's tensor config");
   refuse_unknown(spec.unknown_params, at / "params", "Quark's tensor config");
+  if (spec.reduce_range) no_equivalent(at / "params.reduce_range", "Quark's QuantizationSpec has no reduced range");
   if (spec.ch_axis) {
     no_equivalent(at / "params.ch_axis", "Quark takes channel axes per op type, in extra_options.QDQOpTypePerChannelSupportToAxis");
   }

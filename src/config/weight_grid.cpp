@@ -1,5 +1,7 @@
 #include "config/weight_grid.h"
 
+#include <cmath>
+
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
 
@@ -28,7 +30,18 @@ WeightGrid weight_grid(const onnx::NodeProto& node, const TensorQuantSpec& spec,
   } else {
     grid.params = choose_weight_params(weight, spec.format, -1, options);  // per tensor
   }
+  if (spec.reduce_range && reduces_range(spec.format)) {
+    // Half the levels: the scale grows by full / half and the zero point shrinks by as much, so
+    // the codes of the weight's range land in [-64, 63] (signed) or [0, 127] (unsigned).
+    const double full = grid.symmetric ? static_cast<double>(symmetric_qmax(spec.format))
+                                       : static_cast<double>(traits.qmax - traits.qmin);
+    const double factor = full / std::floor(full / 2);
+    for (float& scale : grid.params.scale) scale = static_cast<float>(scale * factor);
+    for (int32_t& zero : grid.params.zero_point) zero = static_cast<int32_t>(std::nearbyint(zero / factor));
+  }
   return grid;
 }
+
+bool reduces_range(FormatId format) { return format == FormatId::kInt8 || format == FormatId::kUInt8; }
 
 }  // namespace mixprec::config

@@ -25,7 +25,10 @@ struct WeightGrid {
 // it, else per channel along spec.ch_axis (default: the op's output-channel axis) when the spec
 // asks and the format allows it, else per tensor; symmetric unless the spec says otherwise. kBadInput (naming `label` and
 // the node) when the axis is outside the weight's shape.
+// With spec.reduce_range (8-bit integer formats, reduces_range()) the grid has half the levels:
+// scales x 127/63 symmetric (codes in [-63, 63]), x 255/127 otherwise, zero points / as much.
 WeightGrid weight_grid(const onnx::NodeProto& node, const TensorQuantSpec& spec, const Tensor& weight,
                        const std::string& label);
+bool reduces_range(FormatId format);
 
 }  // namespace mixprec::config

@@ -15,6 +15,7 @@
 #include "mixprec/jobs.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/runtime.h"
 
 namespace mixprec {
 namespace {
@@ -76,6 +77,22 @@ void count_unobserved(const std::vector<NodeAssignment>& assignment, QuantizeRep
       text::join(named, ", ") + (unobserved.size() > kNamed ? ", ..." : "") + ")");
 }
 
+// A U8S8 model's fused kernels on a CPU where they saturate (runtime.h): said once, with the fix.
+void warn_if_kernels_saturate(const QuantConfig& config, const DeploymentTarget& deployment) {
+  if (!config.extra.ort_cpu_fusion || !deployment.on_cpu() || !cpu_u8s8_kernels_saturate()) return;
+  const auto full_range = [](const std::optional<TensorQuantSpec>& weight) {
+    return weight && weight->format == FormatId::kInt8 && !weight->reduce_range;
+  };
+  bool any = full_range(config.global.weight);
+  for (const LayerOverride& o : config.specific) any = any || full_range(o.layer_config.weight);
+  for (const LayerTypeOverride& t : config.layer_types) any = any || (t.layer_config && full_range(t.layer_config->weight));
+  if (!any) return;
+  log_warning("this CPU has no AVX-VNNI or AVX512-VNNI: ONNX Runtime's fused u8 x s8 kernels (OrtCpuFusion) add products "
+              "in int16 pairs that saturate here, so the model can compute differently from its Q/DQ graph (what mixprec "
+              "measures on this CPU includes it); weights with \"reduce_range\": true (7-bit codes, ONNX Runtime's "
+              "reduce_range) cannot saturate but round twice as coarsely: measure both for CPUs like this one");
+}
+
 std::string config_path_for(const std::string& output) {
   return fs::path(output).replace_extension(".config.json").string();
 }
@@ -94,6 +111,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   // Before any work: a config the requested shape cannot hold fails now, not after calibrating.
   const std::string config_json = config_file_text(config, params.config_shape, report.config_path);
   const SessionOptions session = accuracy_session(params.deployment);
+  warn_if_kernels_saturate(config, params.deployment);
   // Memory: a model over 2 GB must fit twice, not more (one copy here, one in ONNX Runtime),
   // so the loaded model is consumed by the preparation whenever calibration needs no graph of
   // its own, and every stage below hands its input on instead of copying it.

@@ -150,6 +150,13 @@ TEST(ConfigJsonTest, WrongShapesAndTypesNameTheFileAndTheKey) {
       {R"({"global_config": {"weight": {"params": {}}}})", "global_config.weight must name a spec"},
       {R"({"global_config": {"weight": {"spec": "Int8Spec", "params": {"ch_axis": 0.5}}}})",
        "global_config.weight.params.ch_axis must be an integer"},
+      {R"({"global_config": {"weight": {"spec": "XInt8Spec", "params": {"reduce_range": true}}}})",
+       "global_config.weight.params.reduce_range does not apply to XInt8Spec (it halves the code range of 8-bit integer "
+       "weights: Int8Spec, UInt8Spec)"},
+      {R"({"global_config": {"input_tensors": {"spec": "UInt8Spec", "params": {"reduce_range": true}}}})",
+       "global_config.input_tensors.params.reduce_range applies to weights only"},
+      {R"({"specific_layer_config": [{"target_node_names": ["a"], "layer_config": {"bias": {"spec": "Int8Spec", "params": {"reduce_range": true}}}}]})",
+       "specific_layer_config[0].layer_config.bias.params.reduce_range applies to weights only"},
       {R"({"specific_layer_config": {"/conv1/Conv": {}}})", "use the list-of-objects form"},
       {R"({"exclude": {"subgraphs": [{"start": "/a", "end": "/b"}]}})",
        "exclude.subgraphs[0] must be a [start, end] pair of node names"},

@@ -72,9 +72,10 @@ class OrtCpuFusionTest : public testing::TempDirTest {
     q.config.path = path(name + ".json");
     q.setup.calibration.data.random_samples = 8;
     q.setup.calibration.data.seed = 3;
-    quantize_job(q);
+    last_report = quantize_job(q);
     return q.output_path;
   }
+  QuantizeReport last_report;
 
   // ONNX Runtime's graph after its fusions (extended level: the integer kernels, no CPU layout).
   onnx::ModelProto optimized(const std::string& model_path) {
@@ -160,7 +161,12 @@ TEST_F(OrtCpuFusionTest, InputsOnlyLeavesFloatKernelsBehind) {
 }
 
 TEST_F(OrtCpuFusionTest, FusedKernelsComputeWhatTheQdqGraphSays) {
-  const std::string model = quantize(*preset_config("U8S8"), "u8s8");
+  // On x86 without VNNI, ONNX Runtime's u8 x s8 kernels add products in saturating int16 pairs
+  // (measured here: up to 5x the bound below on full-range weights); 7-bit weights cannot
+  // saturate, so such a CPU checks the reduce_range model, which the quantizer recommends there.
+  QuantConfig u8s8 = *preset_config("U8S8");
+  u8s8.global.weight->reduce_range = cpu_u8s8_kernels_saturate();
+  const std::string model = quantize(u8s8, "u8s8");
   const onnx::ModelProto q = load_model(model);
   const float output_scale = scalar_initializer(q, producer_of(q, "y")->input(1));
   const Session reference = Session::from_model(hardswish_block(), "fp32", {.optimization = GraphOptimization::kDisabled});
@@ -189,6 +195,26 @@ TEST_F(OrtCpuFusionTest, FusedKernelsComputeWhatTheQdqGraphSays) {
     }
     EXPECT_LE(to_emulated, kFusedSteps * output_scale) << "seed " << seed;
     EXPECT_LE(to_fp32, kFp32Tolerance) << "seed " << seed;
+  }
+}
+
+TEST_F(OrtCpuFusionTest, ACpuThatSaturatesItsKernelsIsNamedWithTheFix) {
+  const auto saturation_warnings = [&] {
+    return std::ranges::count_if(last_report.warnings, [](const std::string& w) {
+      return w.find("no AVX-VNNI or AVX512-VNNI") != std::string::npos && w.find("\"reduce_range\": true") != std::string::npos;
+    });
+  };
+  QuantConfig u8s8 = *preset_config("U8S8");
+  quantize(u8s8, "full");
+  EXPECT_EQ(saturation_warnings(), cpu_u8s8_kernels_saturate() ? 1 : 0);
+  u8s8.global.weight->reduce_range = true;
+  quantize(u8s8, "reduced");
+  EXPECT_EQ(saturation_warnings(), 0);
+  // The 7-bit codes are what the model stores.
+  const onnx::ModelProto q = load_model(path("reduced.onnx"));
+  for (const auto& init : q.graph().initializer()) {
+    if (init.data_type() != onnx::TensorProto::INT8 || init.dims_size() < 2) continue;
+    for (float v : tensor_from_proto(init, "test").to_floats()) EXPECT_LE(std::fabs(v), 64.0f) << init.name();
   }
 }
 
