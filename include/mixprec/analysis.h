@@ -185,6 +185,7 @@ struct ModelAnalysis {
   std::vector<OpCount> op_histogram;  // count descending, then op_type ascending
   std::vector<TensorInfo> inputs;     // main-graph inputs that are not initializers
   std::vector<TensorInfo> outputs;    // main-graph outputs
+  std::vector<std::string> dynamic_dims;  // dynamic_dims(): empty when every declared shape is static
   std::vector<ComputeOpCount> compute_ops;  // total descending, then op_type ascending
   Coverage coverage;
   // One row per graph holding compute nodes, main graph first, then bodies in node order;
@@ -194,6 +195,12 @@ struct ModelAnalysis {
   TaskInference task;
   ArchitectureInference architecture;
 };
+
+// Every dim of the main graph's inputs (initializers excluded), outputs and value_info that is
+// not a positive number, as "'name' dim 2 ('height')" ("... dim 0 (unknown)", "... dim 1 (0)";
+// "'name' (no shape)" for a tensor without one). Empty: the declared shapes are all static, as
+// the VAIML compiler needs them.
+std::vector<std::string> dynamic_dims(const onnx::ModelProto& model);
 
 // Analyzes `model`; `model_path` only names the model in errors and in the result.
 ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& model_path);

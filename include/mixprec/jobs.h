@@ -35,6 +35,19 @@ struct QuantizeParams {
   // Calibration runs on CPU (accuracy_session) with its threads; the written model must load on
   // CPU and, when another provider is named, on that provider too.
   DeploymentTarget deployment;
+  // --make-static: the written model's inputs take the shapes of the calibration samples
+  // (--input-shape / --image-size pin them) and every tensor gets its static shape, as the VAIML
+  // compiler requires. Without it, a model whose declared shapes are all static is written with
+  // every tensor's static shape, and checked to have no dynamic dim.
+  bool make_static = false;
+};
+
+struct StaticShapeSummary {
+  bool checked = false;             // the written model was made or kept static and checked
+  bool inputs_pinned = false;       // --make-static pinned dynamic input dims
+  std::vector<std::string> inputs;  // "x 1x3x640x640", when pinned
+  size_t value_infos = 0;           // tensors whose static shape the model now declares
+  std::vector<std::string> dynamic_in_input;  // the input model's dynamic dims (dynamic_dims)
 };
 
 struct QuantizeReport {
@@ -52,6 +65,7 @@ struct QuantizeReport {
   std::optional<ReconstructionSummary> reconstruction;   // AdaRound/AdaQuant, when the config asks for it
   std::optional<BiasCorrectionSummary> bias_correction;  // when the config asks for it
   RewriteSummary rewrite;
+  StaticShapeSummary static_shapes;
   std::vector<std::string> warnings;
 };
 

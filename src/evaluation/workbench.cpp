@@ -13,6 +13,7 @@
 #include "common/text.h"
 #include "common/timing.h"
 #include "evaluation/exposure.h"
+#include "evaluation/static_shapes.h"
 #include "evaluation/stats_cache.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -32,7 +33,9 @@ Workbench::Workbench(const EvaluationSetup& setup, const DeploymentTarget& deplo
   const std::string& label = setup_.model_path;
   const ChannelMaximaFn measure = smooth_quant_measurer(setup_, session_, options_.calibration_samples);
   onnx::ModelProto model = load_model(label);
-  task_ = analyze_model(model, label).task;
+  const ModelAnalysis analysis = analyze_model(model, label);
+  task_ = analysis.task;
+  static_model_ = analysis.dynamic_dims.empty();
   // The loaded model is kept only when calibration needs a graph of its own: a 2 GB model is
   // not held twice beside ONNX Runtime's copy.
   const bool own_calibration_graph = calibration_preparation(options_.prepare).fold_affine != options_.prepare.fold_affine;
@@ -102,6 +105,14 @@ std::vector<std::string> Workbench::quantized_layers(const QuantConfig& config) 
     }
   }
   return layers;
+}
+
+onnx::ModelProto Workbench::for_writing(onnx::ModelProto model, const std::string& output) const {
+  if (!static_model_) return model;
+  std::vector<NamedTensors> samples;
+  for (size_t i = 0; i < std::min<size_t>(2, samples_->size()); ++i) samples.push_back(samples_->inputs(i));
+  declare_static_shapes(model, samples, false, session_, setup_.model_path, output);
+  return model;
 }
 
 const MacEstimate& Workbench::macs() {

@@ -87,6 +87,9 @@ class Workbench {
   onnx::ModelProto build(const QuantConfig& config);
   // MACs of the prepared model's nodes at the first evaluation sample's input shapes (once).
   const MacEstimate& macs();
+  // `model` (built here) as it is written to `output`: with every tensor's static shape when the
+  // input model's declared shapes are all static (evaluation/static_shapes.h), as quantize does.
+  onnx::ModelProto for_writing(onnx::ModelProto model, const std::string& output) const;
   // The format that sets each node's MAC rate under `config` on `device`: the slower there of
   // its activation and weight formats; nodes the config leaves in float are absent (float32).
   std::map<std::string, FormatId> node_formats(const QuantConfig& config, const DeviceProfile& device) const;
@@ -137,6 +140,7 @@ class Workbench {
   const onnx::ModelProto& calibration_graph() const { return own_calibration_graph_ ? *own_calibration_graph_ : prepared_; }
   CalibrationStats stats_;
   bool stats_reused_ = false;
+  bool static_model_ = false;  // the input model's declared shapes are all static
   std::string stats_path_;
   double calibration_seconds_ = 0;
   double reference_seconds_ = 0;

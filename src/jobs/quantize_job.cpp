@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/text.h"
+#include "evaluation/static_shapes.h"
 #include "evaluation/stats_cache.h"
 #include "jobs/model_and_config.h"
 #include "mixprec/algorithms.h"
@@ -116,6 +117,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   // so the loaded model is consumed by the preparation whenever calibration needs no graph of
   // its own, and every stage below hands its input on instead of copying it.
   onnx::ModelProto model = load_model(label);
+  report.static_shapes.dynamic_in_input = dynamic_dims(model);
   const PrepareOptions preparation = prepare_options(config);
   const ChannelMaximaFn measure = smooth_quant_measurer(params.setup, session, static_cast<size_t>(config.extra.num_calib_samples));
   const PrepareOptions calibration = calibration_preparation(preparation);
@@ -214,6 +216,19 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     kept.reset();
   } else if (correct_biases) {
     report.bias_correction.emplace().notes.push_back("bias_correction: no node has integer activations: nothing corrected");
+  }
+  // A static model stays static (the VAIML compiler stops on any dynamic dim), and --make-static
+  // pins a dynamic one: every tensor's shape from a run, then no dynamic dim may be left.
+  if (params.make_static || report.static_shapes.dynamic_in_input.empty()) {
+    const auto source = [&] {
+      const Session probe = Session::from_model(quantized, label, session);
+      return open_samples(calibration_data(params.setup, 2), probe.inputs(), label);
+    }();
+    std::vector<NamedTensors> samples;
+    for (size_t i = 0; i < std::min<size_t>(2, source->size()); ++i) samples.push_back(source->sample(i));
+    std::vector<std::string> input_dims = std::move(report.static_shapes.dynamic_in_input);
+    report.static_shapes = declare_static_shapes(quantized, samples, params.make_static, session, label, params.output_path);
+    report.static_shapes.dynamic_in_input = std::move(input_dims);
   }
   // ONNX Runtime is the judge of validity: nothing is written unless it loads the result, on
   // CPU and on the deployment's provider.

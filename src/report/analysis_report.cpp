@@ -129,6 +129,7 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
                           {"edge_dequantized_outputs", quant.edge_dequantized_outputs}};
   json["inputs"] = tensors_json(analysis.inputs);
   json["outputs"] = tensors_json(analysis.outputs);
+  json["dynamic_dims"] = analysis.dynamic_dims;
   json["op_histogram"] = std::move(histogram);
   json["compute_ops"] = std::move(compute_ops);
   const auto coverage_json = [](const Coverage& c) {
@@ -189,6 +190,16 @@ std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTable
 
   text += tensors_section("Inputs", analysis.inputs);
   text += tensors_section("Outputs", analysis.outputs);
+  {
+    const std::vector<std::string>& dims = analysis.dynamic_dims;
+    constexpr size_t kShown = 4;
+    std::vector<std::string> shown(dims.begin(), dims.begin() + static_cast<long>(std::min(kShown, dims.size())));
+    TextTable shapes;
+    shapes.add({"static", dims.empty() ? "yes: every declared input, output and value_info dim is a number"
+                                       : "no: " + std::to_string(dims.size()) + " dynamic dims (" + join(shown, ", ") +
+                                             (dims.size() > kShown ? ", ..." : "") + "); quantize --make-static pins them"});
+    text += section("Shapes", shapes);
+  }
 
   TextTable histogram({"op_type", "count"});
   const size_t shown_ops = std::min(options.max_ops, analysis.op_histogram.size());

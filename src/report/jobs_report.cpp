@@ -87,6 +87,16 @@ std::string quantize_text(const QuantizeReport& r) {
         << general(bc->mean_abs_shift) << ", " << bc->damped_channels << " channels damped, " << fixed(bc->seconds) << " s\n";
     for (const auto& note : bc->notes) out << "note         " << note << "\n";
   }
+  const StaticShapeSummary& shapes = r.static_shapes;
+  if (shapes.checked) {
+    out << "shapes       static: " << shapes.value_infos << " tensors' shapes declared from one run and checked";
+    if (shapes.inputs_pinned) out << ", inputs pinned to " << text::join(shapes.inputs);
+    out << "\n";
+  } else if (!shapes.dynamic_in_input.empty()) {
+    out << "shapes       the input model has " << shapes.dynamic_in_input.size() << " dynamic dims ("
+        << shapes.dynamic_in_input.front() << (shapes.dynamic_in_input.size() > 1 ? ", ..." : "")
+        << "): written as they are; --make-static pins them\n";
+  }
   for (const auto& note : r.rewrite.notes) out << "note         " << note << "\n";
   for (const auto& line : r.float_weights) out << "left float   " << line << "\n";
   return out.str();

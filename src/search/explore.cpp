@@ -516,7 +516,7 @@ class Explorer : public search::SearchObserver {
   void save_best(const Assignment& lifted, const Score& score) {
     // Built again from its config (the same rewrite of the same statistics): no score holds a model.
     const QuantConfig config = evaluator_->config_for(lifted);
-    save_model(bench_->build(config), result_.final_model_path);
+    save_model(bench_->for_writing(bench_->build(config), result_.final_model_path), result_.final_model_path);
     save_config(config, result_.final_config_path, params_.config_shape);
     best_ = score;
     have_best_ = true;

@@ -17,7 +17,7 @@ Evaluation evaluate_preset(Workbench& bench, const DeviceProfile& device, const 
   result.verdict = e.verdict;
   result.seconds = e.seconds;
   result.model_path = model_path;
-  save_model(*e.model, model_path);
+  save_model(bench.for_writing(*e.model, model_path), model_path);
   return e;
 }
 

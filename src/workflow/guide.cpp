@@ -150,7 +150,7 @@ class Guide {
     quantize.kept = chosen.extra.calib_method;
     report_.final_model_path = quantize.model_path = work_file("quantized.onnx");
     report_.final_config_path = quantize.config_path = work_file("quantized.config.json");
-    save_model(*quantized.model, report_.final_model_path);
+    save_model(bench.for_writing(*quantized.model, report_.final_model_path), report_.final_model_path);
     save_config(chosen, report_.final_config_path, params_.config_shape);
     quantize.layers = bench.node_formats(chosen, *device_).size();
     quantize.integer_layers = bench.quantized_layers(chosen).size();

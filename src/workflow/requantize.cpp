@@ -60,7 +60,8 @@ RequantizeReport requantize(const RequantizeParams& params) {
   report.pass_rate_delta = fresh.pass_rate - previous.pass_rate;
 
   // Both files or neither, as quantize writes them.
-  save_model_and_config(*fresh.model, config, params.output_path, report.config_path, config_json);
+  save_model_and_config(bench.for_writing(*fresh.model, params.output_path), config, params.output_path, report.config_path,
+                        config_json);
   report.output_path = params.output_path;
   if (!params.deployment.on_cpu()) report.runtimes.push_back(try_on_provider(params.deployment, report.output_path));
   report.warnings = warnings.warnings();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "mixprec/analysis.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/model_io.h"
@@ -63,6 +64,30 @@ TEST_F(QuantizeRealModel, ReadmeStatisticsExampleRunsAsShown) {
   EXPECT_NE(a16w8.out.find("calibration  reused"), std::string::npos) << a16w8.out;
   EXPECT_NE(a16w8.out.find("per-channel Mul/Add folded into Conv"), std::string::npos) << a16w8.out;
   EXPECT_TRUE(fs::exists(out("det_a16w8.onnx")));
+}
+
+TEST_F(QuantizeRealModel, MakeStaticPinsTheDetectorForTheCompiler) {
+  // The detector's input and output are [batch, 3, h, w]: analyze names its dynamic dims, and
+  // --make-static writes the quantized model with none, computing what the dynamic one does.
+  const std::string det = kModels + "/ppocr_det.onnx";
+  EXPECT_EQ(analyze_model(load_model(det), det).dynamic_dims.size(), 6u);
+  const std::vector<std::string> common = {"--preset", "XINT8", "--calibration-data", kCalib, "--preprocess", "ppocr_det",
+                                           "--image-size", "160x160"};
+  std::vector<std::string> dynamic_args = {"quantize", det, "-o", out("dynamic.onnx")};
+  dynamic_args.insert(dynamic_args.end(), common.begin(), common.end());
+  const CliResult dynamic = run_cli(dynamic_args);
+  ASSERT_EQ(dynamic.exit_code, 0) << dynamic.err;
+  EXPECT_NE(dynamic.out.find("the input model has 6 dynamic dims"), std::string::npos) << dynamic.out;
+  std::vector<std::string> static_args = {"quantize", det, "-o", out("static.onnx"), "--make-static"};
+  static_args.insert(static_args.end(), common.begin(), common.end());
+  const CliResult made = run_cli(static_args);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("inputs pinned to x 1x3x160x160"), std::string::npos) << made.out;
+  const onnx::ModelProto pinned = load_model(out("static.onnx"));
+  EXPECT_TRUE(dynamic_dims(pinned).empty());
+  EXPECT_GT(pinned.graph().value_info_size(), 1000);
+  const DataSpec data = pictures(kEval, "ppocr_det", kDetSide, kDetSide);
+  EXPECT_EQ(compare(det, out("static.onnx"), data).outputs.at(0).psnr_db, compare(det, out("dynamic.onnx"), data).outputs.at(0).psnr_db);
 }
 
 TEST_F(QuantizeRealModel, Xint8DirectionClassifierKeepsTop1) {
