@@ -78,6 +78,15 @@ DataSpec calibration_data(const EvaluationSetup& setup, size_t random_samples);
 // calibration files, with a warning (no held-out samples); else kBadInput naming the model.
 DataSpec evaluation_data(const EvaluationSetup& setup);
 
+// What declare_static_shapes (evaluation/static_shapes.h) did to a model about to be written.
+struct StaticShapeSummary {
+  bool checked = false;             // the written model was made or kept static and checked
+  bool inputs_pinned = false;       // --make-static pinned dynamic input dims
+  std::vector<std::string> inputs;  // "x 1x3x640x640", when pinned
+  size_t value_infos = 0;           // tensors whose static shape the model now declares
+  std::vector<std::string> dynamic_in_input;  // the input model's dynamic dims (dynamic_dims)
+};
+
 struct DeploymentTarget {
   std::string device = "ve2";  // device profile (devices.h): stx, ve2, cpu
   std::string provider = "CPU";  // ONNX Runtime execution provider, short or full name

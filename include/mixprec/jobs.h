@@ -42,14 +42,6 @@ struct QuantizeParams {
   bool make_static = false;
 };
 
-struct StaticShapeSummary {
-  bool checked = false;             // the written model was made or kept static and checked
-  bool inputs_pinned = false;       // --make-static pinned dynamic input dims
-  std::vector<std::string> inputs;  // "x 1x3x640x640", when pinned
-  size_t value_infos = 0;           // tensors whose static shape the model now declares
-  std::vector<std::string> dynamic_in_input;  // the input model's dynamic dims (dynamic_dims)
-};
-
 struct QuantizeReport {
   std::string output_path;
   std::string config_path;          // the effective config, beside the model

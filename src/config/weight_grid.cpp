@@ -32,7 +32,7 @@ WeightGrid weight_grid(const onnx::NodeProto& node, const TensorQuantSpec& spec,
   }
   if (spec.reduce_range && reduces_range(spec.format)) {
     // Half the levels: the scale grows by full / half and the zero point shrinks by as much, so
-    // the codes of the weight's range land in [-64, 63] (signed) or [0, 127] (unsigned).
+    // the codes of the weight's range land in [-63, 63] (symmetric), [-64, 63] or [0, 127].
     const double full = grid.symmetric ? static_cast<double>(symmetric_qmax(spec.format))
                                        : static_cast<double>(traits.qmax - traits.qmin);
     const double factor = full / std::floor(full / 2);

@@ -7,7 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "mixprec/jobs.h"
+#include "mixprec/evaluation.h"
 #include "mixprec/runtime.h"
 #include "mixprec/tensor.h"
 

@@ -5,8 +5,9 @@
 // following per-channel Mul/Add into it removes only the Conv's own output and keeps the
 // downstream tensor's name and values, so every float tensor of an affine-folded preparation
 // is a tensor of the calibration graph with the same values: XINT8 (no affine folding) and
-// A16W8 / U8S8 (affine folding) read the same statistics file. A config with CLE is calibrated
-// on its own prepared (equalized) model: its ranges are those of the weights it quantizes.
+// A16W8 / U8S8 (affine folding) read the same statistics file. A config with CLE or SmoothQuant
+// is calibrated on its own prepared (equalized, smoothed) model: its ranges are those of the
+// weights and activations it quantizes.
 #pragma once
 
 #include <functional>
