@@ -33,6 +33,7 @@
 #include <set>
 
 #include "common/timing.h"
+#include "algorithms/layer_sites.h"
 #include "ir/graph_view.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/tensor_proto.h"
@@ -148,23 +149,18 @@ std::string string_attribute(const onnx::NodeProto& node, const std::string& nam
   return fallback;
 }
 
-bool private_float(const ir::GraphView& view, const std::string& name) {
-  const onnx::TensorProto* init = view.initializer(name);
-  return init && init->data_type() == onnx::TensorProto::FLOAT && view.consumers(name).size() == 1;
-}
-
 std::optional<Layer> as_layer(const ir::GraphView& view, size_t index) {
   const onnx::NodeProto& node = view.node(index);
   if (!node.domain().empty() || node.output_size() != 1 || node.input_size() < 2) return std::nullopt;
   Layer layer;
   layer.node = index;
   layer.weight = node.input(1);
-  if (!private_float(view, layer.weight)) return std::nullopt;
+  if (!algorithms::private_float(view, layer.weight)) return std::nullopt;
   const onnx::TensorProto& w = *view.initializer(layer.weight);
   layer.dims.assign(w.dims().begin(), w.dims().end());
   if (node.input_size() >= 3 && !node.input(2).empty()) {
     layer.bias = node.input(2);
-    if (!private_float(view, layer.bias)) return std::nullopt;
+    if (!algorithms::private_float(view, layer.bias)) return std::nullopt;
   }
   if (node.op_type() == "Conv") {
     layer.kind = LayerKind::kConv;

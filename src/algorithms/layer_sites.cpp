@@ -86,4 +86,9 @@ onnx::ModelProto upstream_of(onnx::ModelProto model, const std::vector<std::stri
   return model;
 }
 
+bool private_float(const ir::GraphView& view, const std::string& name) {
+  const onnx::TensorProto* init = view.initializer(name);
+  return init && init->data_type() == onnx::TensorProto::FLOAT && view.consumers(name).size() == 1;
+}
+
 }  // namespace mixprec::algorithms

@@ -38,6 +38,10 @@ struct SiteRule {
 std::vector<LayerSite> layer_sites(const onnx::ModelProto& prepared, const onnx::ModelProto& quantized,
                                    const SiteRule& rule, const std::string& label);
 
+// Whether `name` is a float initializer that exactly one node reads: a weight an algorithm may
+// rescale in place without changing another node (CLE, SmoothQuant).
+bool private_float(const ir::GraphView& view, const std::string& name);
+
 // `model` cut down to what computes `outputs` (a level's pass need not run the layers below
 // it): the nodes they depend on, the initializers those read, `outputs` as the only graph
 // outputs. A model with subgraphs is kept whole (implicit inputs are not traced here).

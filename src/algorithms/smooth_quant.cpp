@@ -30,6 +30,7 @@
 #include <set>
 
 #include "common/timing.h"
+#include "algorithms/layer_sites.h"
 #include "ir/graph_view.h"
 #include "ir/op_traits.h"
 #include "mixprec/algorithms.h"
@@ -56,11 +57,6 @@ struct Group {
   std::vector<Member> members;
 };
 
-bool private_float(const ir::GraphView& view, const std::string& name) {
-  const onnx::TensorProto* init = view.initializer(name);
-  return init && init->data_type() == onnx::TensorProto::FLOAT && view.consumers(name).size() == 1;
-}
-
 std::optional<Member> as_member(const ir::GraphView& view, size_t index, const std::string& activation) {
   const onnx::NodeProto& node = view.node(index);
   if (!node.domain().empty() || node.input_size() < 2 || node.input(0) != activation || node.input(1) == activation) {
@@ -69,7 +65,7 @@ std::optional<Member> as_member(const ir::GraphView& view, size_t index, const s
   if (node.op_type() != "MatMul" && node.op_type() != "Gemm") return std::nullopt;
   if (node.op_type() == "Gemm" && ir::int_attribute(node, "transA").value_or(0) != 0) return std::nullopt;
   Member m{.node = index, .weight = node.input(1)};
-  if (!private_float(view, m.weight)) return std::nullopt;
+  if (!algorithms::private_float(view, m.weight)) return std::nullopt;
   const onnx::TensorProto& w = *view.initializer(m.weight);
   if (w.dims_size() != 2 || w.dims(0) <= 0 || w.dims(1) <= 0) return std::nullopt;
   m.trans_b = node.op_type() == "Gemm" && ir::int_attribute(node, "transB").value_or(0) != 0;
@@ -108,7 +104,7 @@ std::vector<Group> find_groups(const ir::GraphView& view) {
 
 // A per-channel constant of `channels` elements broadcast along the last axis ([C], [1, .., C]).
 bool per_channel_constant(const ir::GraphView& view, const std::string& name, int64_t channels) {
-  if (!private_float(view, name)) return false;
+  if (!algorithms::private_float(view, name)) return false;
   const onnx::TensorProto& t = *view.initializer(name);
   if (t.dims_size() == 0 || t.dims(t.dims_size() - 1) != channels) return false;
   for (int i = 0; i + 1 < t.dims_size(); ++i) {
@@ -146,7 +142,7 @@ std::vector<std::string> fold_targets(const ir::GraphView& view, const Group& gr
       if (!per_channel_constant(view, p.input(k), channels)) return {};
       targets.push_back(p.input(k));
     }
-    return targets.empty() ? std::vector<std::string>{} : targets;
+    return targets;
   }
   if (p.op_type() == "Mul") {
     const auto g = affine_constant(view, p, channels);
