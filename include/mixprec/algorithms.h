@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,23 @@ using RewriteFn = std::function<onnx::ModelProto(const onnx::ModelProto& prepare
 BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
                                    const BiasCorrectionOptions& options, const std::string& label);
 
+// Learned layer weights kept across runs of reconstruct_layers (a search rewrites the same model
+// many times, lifting a few layers each step): by a key that names everything the learned
+// weights depend on (see reconstruct_layers), the weights written back. find() gives nothing for
+// an unknown key; what it gives must have the weight's element count or it is not used.
+struct LearnedLayer {
+  std::vector<float> weights;  // as written back (W' = s (C - z)), the weight's own order
+  double loss_nearest = 0;     // LayerReconstruction's, when it was learned
+  double loss_learned = 0;
+  size_t changed = 0;
+};
+class LearnedWeightStore {
+ public:
+  virtual ~LearnedWeightStore() = default;
+  virtual std::optional<LearnedLayer> find(const std::string& key) = 0;
+  virtual void store(const std::string& key, const LearnedLayer& layer) = 0;
+};
+
 struct ReconstructionOptions {
   SessionOptions session;          // accuracy_session()
   std::vector<size_t> samples;     // indices of `source` to learn on (empty: every sample)
@@ -100,6 +118,10 @@ struct ReconstructionOptions {
   // (config/weight_grid.h), the grid the rewrite stores the codes on.
   const std::vector<NodeAssignment>* assignment = nullptr;
   std::function<void(size_t done, size_t total)> progress;  // after each layer
+  // Where learned weights are looked up before a layer is learned and kept after (none: every
+  // layer is learned). `data` names the samples (their source), which the key includes.
+  LearnedWeightStore* store = nullptr;
+  std::string data;
 };
 
 struct LayerReconstruction {
@@ -110,13 +132,16 @@ struct LayerReconstruction {
   double loss_learned = 0;     // the same with the learned codes
   size_t changed = 0;          // codes that differ from nearest rounding
   double seconds = 0;          // statistics + optimization of this layer
+  bool reused = false;         // taken from the store: the losses are those it was learned with
 };
 
 struct ReconstructionSummary {
   ReconstructionMethod method = ReconstructionMethod::kAdaRound;
   int64_t iterations = 0;
   size_t layers = 0;           // layers whose learned weights were written back
-  size_t levels = 0;           // rewrite + pass rounds
+  size_t reused = 0;           // of those, taken from the store (learned by an earlier run)
+  size_t levels = 0;           // rewrite rounds
+  size_t passes = 0;           // passes over the samples (a level whose layers are all stored has none)
   size_t samples = 0;
   std::vector<LayerReconstruction> per_layer;
   double seconds = 0;

@@ -139,6 +139,10 @@ struct ExploreStep {
   double seconds = 0;             // rewrite + evaluation
   double time_vs_bf16 = 1;        // the trial's expected compute time vs full BF16 on the device
   size_t transitions = 0;         // the trial's INT8 <-> float boundaries
+  // AdaRound / AdaQuant in the config: the layers this trial learned, and those it took from the
+  // work dir's learned weights (learned by an earlier trial with the same upstream and format).
+  size_t learned_layers = 0;
+  size_t reused_layers = 0;
   // A ladder's rung whose layers this step raised (1-based) and its format; 0 and empty for a
   // single lift, whose ledger lines carry neither.
   size_t rung = 0;

@@ -30,6 +30,12 @@
 // arithmetic), the rewrite's grid and codes are recomputed from W' and compared with C: a
 // layer where any code differs keeps its original weights (a note says so).
 //
+// The store (ReconstructionOptions::store): before a level's pass each member's key is looked
+// up (layer_key: the settings, the samples, and digests of the layer's input and weight in the
+// quantized model, so the key changes exactly when the layer's upstream or its own format does);
+// a level whose members are all known writes their weights back without a pass, and each layer
+// learned is stored. A search that lifts a few layers re-learns only the layers below them.
+//
 // Threads: groups are independent problems, run in parallel (OpenMP) when there are several;
 // one group's products use Eigen's own threads. Results do not depend on the thread count.
 #include "algorithms/layer_reconstruction.h"
@@ -45,11 +51,14 @@
 #include <span>
 
 #include "algorithms/layer_sites.h"
+#include "common/digest.h"
+#include "common/text.h"
 #include "common/timing.h"
 #include "config/weight_grid.h"
 #include "ir/graph_view.h"
 #include "ir/op_traits.h"
 #include "mixprec/algorithms.h"
+#include "mixprec/error.h"
 #include "mixprec/tensor_proto.h"
 
 namespace mixprec {
@@ -488,6 +497,50 @@ struct Candidate {
   size_t position = 0;  // in the site list (the subset seed)
 };
 
+int64_t element_count(const onnx::TensorProto& proto) {
+  int64_t count = 1;
+  for (int64_t d : proto.dims()) count *= d;
+  return count;
+}
+
+// The store's key of a layer: everything its learned weights depend on. The method and its
+// settings; the samples (their source and the indices drawn); the layer's position (its
+// subset seed); the digests (algorithms::tensor_digests) of its input and of its dequantized
+// weight in the quantized model (the upstream as it is quantized, with the upstream's learned
+// weights, and the weight's grid and codes); the float weight; with kFloatOutput, the float
+// model's input of the layer. The layer's own assignment shows in its weight's digest.
+std::string layer_key(const onnx::ModelProto& quantized, const onnx::ModelProto& prepared,
+                      const std::map<std::string, uint64_t>& digests, const std::map<std::string, uint64_t>& float_digests,
+                      const Candidate& c, const ReconstructionSettings& settings, const ReconstructionOptions& options,
+                      const std::vector<size_t>& indices, const std::string& label) {
+  Fnv1a key;
+  key.add(reconstruction_method_names().name(settings.method));
+  key.add(std::to_string(static_cast<int>(settings.target)));
+  for (double v : {static_cast<double>(settings.iterations), settings.learning_rate, settings.reg_param, settings.warm_start,
+                   settings.beta_start, settings.beta_end}) {
+    key.add(std::to_string(v));
+  }
+  key.add(options.data);
+  key.add(text::join_each(indices, [](size_t i) { return std::to_string(i); }));
+  key.add(std::to_string(c.position));
+  key.add(c.site.node);
+  const onnx::NodeProto* layer = nullptr;
+  for (const auto& n : quantized.graph().node()) {
+    if (n.name() == c.site.node) layer = &n;
+  }
+  if (!layer) throw Error(ErrorKind::kInternal, label, c.site.node + " is missing from its rewrite");
+  for (int i = 0; i < 2; ++i) key.add(std::to_string(digests.at(layer->input(i))));
+  const onnx::NodeProto& node = prepared.graph().node(static_cast<int>(c.site.index));
+  onnx::TensorProto weight;
+  for (const auto& init : prepared.graph().initializer()) {
+    if (init.name() == node.input(1)) weight = init;
+  }
+  weight.clear_name();
+  key.add(weight.SerializeAsString());
+  if (!float_digests.empty()) key.add(std::to_string(float_digests.at(node.input(0))));
+  return key.hex();
+}
+
 }  // namespace
 
 ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
@@ -554,6 +607,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   // kFloatOutput: the float model as it was, whose layer inputs are the reference.
   const bool float_target = settings.target == ReconstructionTarget::kFloatOutput;
   const onnx::ModelProto original = float_target ? prepared : onnx::ModelProto();
+  const std::map<std::string, uint64_t> float_digests =
+      options.store && float_target ? algorithms::tensor_digests(original, label) : std::map<std::string, uint64_t>{};
   size_t levels = 0;
   for (const auto& s : sites) levels = std::max(levels, s.level + 1);
   size_t done = 0;
@@ -565,6 +620,21 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
     if (members.empty()) continue;
     const auto level_start = Clock::now();
     if (level > 0) quantized = rewrite(prepared);
+    // A member whose key the store knows takes its weights from there; the pass runs only when
+    // one is missing.
+    std::vector<std::optional<LearnedLayer>> stored(members.size());
+    std::vector<std::string> keys(members.size());
+    if (options.store) {
+      const std::map<std::string, uint64_t> digests = algorithms::tensor_digests(quantized, label);
+      for (size_t m = 0; m < members.size(); ++m) {
+        keys[m] = layer_key(quantized, prepared, digests, float_digests, *members[m], settings, options, indices, label);
+        stored[m] = options.store->find(keys[m]);
+        const onnx::TensorProto& proto =
+            *find_initializer(prepared, prepared.graph().node(static_cast<int>(members[m]->site.index)).input(1));
+        if (stored[m] && stored[m]->weights.size() != static_cast<size_t>(element_count(proto))) stored[m].reset();
+      }
+    }
+    const bool need_pass = std::ranges::any_of(stored, [](const auto& s) { return !s.has_value(); });
     // The tensor each member reads as its input in the quantized model.
     std::map<std::string, std::string> input_of;
     for (const auto& n : quantized.graph().node()) {
@@ -590,7 +660,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
     }
     std::vector<GramSums> sums(members.size());
     std::vector<bool> fits(members.size(), true);
-    {
+    if (need_pass) {
+      ++summary.passes;
       // ONNX Runtime's threads run between the products here: Eigen's threads would only wait
       // for them (and they for Eigen's), so the products of the pass run on this thread.
       const SingleThreadedProducts single;
@@ -606,7 +677,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         const NamedTensors got = session.run(sample, outputs);
         const NamedTensors want = reference ? reference->run(sample, float_outputs) : NamedTensors{};
         for (size_t m = 0; m < members.size(); ++m) {
-          if (!fits[m]) continue;
+          if (!fits[m] || stored[m]) continue;
           const uint64_t seed = kSubsetSeed ^ (members[m]->position * 0x9e3779b97f4a7c15ull) ^ index;
           const Tensor* floats = reference ? &want.at(float_output_of[m]).second : nullptr;
           fits[m] = add_sample(members[m]->shape, got.at(output_of[m]).second, floats, cap, seed, sums[m]);
@@ -618,6 +689,23 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       const auto layer_start = Clock::now();
       const Candidate& c = *members[m];
       ++done;
+      if (stored[m]) {
+        onnx::NodeProto& node = *prepared.mutable_graph()->mutable_node(static_cast<int>(c.site.index));
+        onnx::TensorProto& proto = *find_initializer(prepared, node.input(1));
+        const std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+        const std::string weight_name = proto.name();
+        proto = tensor_to_proto(Tensor::from_floats(dims, stored[m]->weights), weight_name);
+        summary.per_layer.push_back({.node = c.site.node,
+                                     .loss_nearest = stored[m]->loss_nearest,
+                                     .loss_learned = stored[m]->loss_learned,
+                                     .changed = stored[m]->changed,
+                                     .seconds = seconds_since(layer_start),
+                                     .reused = true});
+        ++summary.layers;
+        ++summary.reused;
+        if (options.progress) options.progress(done, sites.size());
+        continue;
+      }
       if (!fits[m] || sums[m].columns == 0) {
         summary.notes.push_back(name + ": " + c.site.node + " skipped (its input's shape does not fit its weight)");
         if (options.progress) options.progress(done, sites.size());
@@ -667,6 +755,12 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         const std::string weight_name = proto.name();
         proto = tensor_to_proto(candidate, weight_name);
         ++summary.layers;
+        if (options.store) {
+          options.store->store(keys[m], {.weights = written,
+                                         .loss_nearest = record.loss_nearest,
+                                         .loss_learned = record.loss_learned,
+                                         .changed = record.changed});
+        }
       }
       record.seconds = seconds_since(layer_start) + pass_seconds;
       summary.per_layer.push_back(record);

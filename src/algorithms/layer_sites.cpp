@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "common/digest.h"
+
 namespace mixprec::algorithms {
 namespace {
 
@@ -89,6 +91,49 @@ onnx::ModelProto upstream_of(onnx::ModelProto model, const std::vector<std::stri
 bool private_float(const ir::GraphView& view, const std::string& name) {
   const onnx::TensorProto* init = view.initializer(name);
   return init && init->data_type() == onnx::TensorProto::FLOAT && view.consumers(name).size() == 1;
+}
+
+std::map<std::string, uint64_t> tensor_digests(const onnx::ModelProto& model, const std::string& label) {
+  std::map<std::string, uint64_t> digests;
+  const onnx::GraphProto& graph = model.graph();
+  for (const auto& input : graph.input()) {
+    Fnv1a d;
+    d.add("input");
+    d.add(input.name());
+    d.add(input.type().SerializeAsString());
+    digests[input.name()] = d.value();
+  }
+  for (const auto& init : graph.initializer()) {
+    onnx::TensorProto unnamed = init;
+    unnamed.clear_name();
+    Fnv1a d;
+    d.add("initializer");
+    d.add(unnamed.SerializeAsString());
+    digests[init.name()] = d.value();
+  }
+  const ir::GraphView view(graph, label);
+  for (size_t index : view.topological_order()) {
+    const onnx::NodeProto& node = view.node(index);
+    onnx::NodeProto bare = node;
+    bare.clear_name();
+    bare.clear_input();
+    bare.clear_output();
+    bare.clear_doc_string();
+    Fnv1a d;
+    d.add(bare.SerializeAsString());
+    for (const auto& in : node.input()) {
+      const auto it = digests.find(in);
+      d.add(in.empty() ? "absent" : it == digests.end() ? "outer:" + in : std::to_string(it->second));
+    }
+    for (int k = 0; k < node.output_size(); ++k) {
+      if (node.output(k).empty()) continue;
+      Fnv1a out;
+      out.add(std::to_string(d.value()));
+      out.add(std::to_string(k));
+      digests[node.output(k)] = out.value();
+    }
+  }
+  return digests;
 }
 
 }  // namespace mixprec::algorithms

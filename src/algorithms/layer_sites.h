@@ -3,7 +3,9 @@
 // their inputs. Shared by correct_bias.cpp and layer_reconstruction.cpp.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +39,14 @@ struct SiteRule {
 // keeping node names) quantizes as the rule says, in topological order with their levels.
 std::vector<LayerSite> layer_sites(const onnx::ModelProto& prepared, const onnx::ModelProto& quantized,
                                    const SiteRule& rule, const std::string& label);
+
+// A digest of what computes each tensor of `model`'s main graph: a graph input by its name and
+// type, an initializer by its contents, a node's output by the node (op type, domain,
+// attributes, bodies included; not its name or its tensors' names, which a rewrite numbers) and
+// its inputs' digests. Equal digests: computed alike from the same graph inputs, so a layer's
+// input of equal digest in two rewrites holds the same values (what a body reads from outside
+// it is digested by the body's text only). The learned-weights store keys on it.
+std::map<std::string, uint64_t> tensor_digests(const onnx::ModelProto& model, const std::string& label);
 
 // Whether `name` is a float initializer that exactly one node reads: a weight an algorithm may
 // rescale in place without changing another node (CLE, SmoothQuant).

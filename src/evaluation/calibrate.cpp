@@ -15,6 +15,7 @@
 
 #include <onnx/shape_inference/implementation.h>
 
+#include "common/digest.h"
 #include "ir/graph_view.h"
 #include "mixprec/error.h"
 #include "mixprec/evaluation.h"
@@ -22,28 +23,6 @@
 
 namespace mixprec {
 namespace {
-
-// FNV-1a, 64 bit: a stable digest (std::hash is not stable across builds).
-class Fnv1a {
- public:
-  void add(const std::string& text) {
-    for (unsigned char c : text) {
-      hash_ ^= c;
-      hash_ *= 0x100000001b3ull;
-    }
-    hash_ ^= 0xff;  // separator, so ("ab","c") and ("a","bc") differ
-    hash_ *= 0x100000001b3ull;
-  }
-  std::string hex() const {
-    static const char* digits = "0123456789abcdef";
-    std::string out(16, '0');
-    for (int i = 0; i < 16; ++i) out[static_cast<size_t>(15 - i)] = digits[(hash_ >> (4 * i)) & 0xf];
-    return out;
-  }
-
- private:
-  uint64_t hash_ = 0xcbf29ce484222325ull;
-};
 
 // Every tensor an If/Loop/Scan body defines (its inputs, its nodes' outputs), recursively, in
 // body order, with the path of that body (ir::GraphView::scope_name: "If_0.else_branch").

@@ -323,27 +323,41 @@ std::map<std::string, double> Workbench::tensor_noise(const QuantConfig& config,
 }
 
 onnx::ModelProto Workbench::build(const QuantConfig& config) {
-  const AlgorithmRecipe recipe = algorithm_recipe(config);
-  if ((recipe.bias_correction || recipe.reconstruction) && !warned_bias_correction_) {
-    warned_bias_correction_ = true;
-    std::vector<std::string> names = recipe.names();
-    std::erase(names, "cle");
-    log_warning(setup_.model_path + ": " + text::join(names) + " run in quantize (and quantize --plan) only; this "
-                                    "evaluation is without them");
-  }
-  const std::set<std::string> read = tensors_read(config, prepared_, setup_.model_path);
+  const std::string& label = setup_.model_path;
+  const std::set<std::string> read = tensors_read(config, prepared_, label);
   if (add_missing_stats(calibration_graph(), setup_, stats_request(), {read.begin(), read.end()}, stats_)) {
-    ranks_ = rank_table(prepared_, setup_.model_path, stats_);
+    ranks_ = rank_table(prepared_, label, stats_);
   }
-  const auto assignment = assign_layers(config, prepared_, setup_.model_path);
+  const auto assignment = assign_layers(config, prepared_, label);
   const QuantizeOptions options = quantize_options(config);
-  return quantize_model(prepared_, assignment, stats_, options, setup_.model_path, rank_lookup(ranks_));
+  const RewriteFn rewrite = [&](const onnx::ModelProto& model) {
+    return quantize_model(model, assignment, stats_, options, label, rank_lookup(ranks_));
+  };
+  const AlgorithmRecipe recipe = algorithm_recipe(config);
+  last_recovery_ = {};
+  if (!recipe.reconstruction && !recipe.bias_correction) return rewrite(prepared_);
+  // AdaRound / AdaQuant and bias correction on a copy, the learned weights kept in the store.
+  if (!learned_) {
+    if (setup_.work_dir.empty()) {
+      learned_ = std::make_unique<LearnedWeightMemory>();
+    } else {
+      learned_ = std::make_unique<LearnedWeightDir>(std::filesystem::path(setup_.work_dir) / "learned_weights");
+    }
+  }
+  onnx::ModelProto improved = prepared_;
+  last_recovery_ = recover_accuracy(improved, rewrite, recipe, assignment, setup_,
+                                    static_cast<size_t>(config.extra.num_calib_samples), session_, learned_.get(), label);
+  return rewrite(improved);
 }
 
 Evaluation Workbench::evaluate(const QuantConfig& config) {
   const auto t0 = Clock::now();
   Evaluation e = evaluate_model(build(config));
   e.seconds = seconds_since(t0);
+  if (const auto& r = last_recovery_.reconstruction) {
+    e.reused_layers = r->reused;
+    e.learned_layers = r->layers - r->reused;
+  }
   return e;
 }
 

@@ -24,6 +24,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "evaluation/cost_model.h"
+#include "evaluation/recovery.h"
 #include "mixprec/analysis.h"
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
@@ -57,6 +58,8 @@ struct Evaluation {
   double psnr_db = kMaxDb;  // worst output
   double pass_rate = 1;     // worst output
   double seconds = 0;       // rewrite + session + evaluation pass
+  size_t learned_layers = 0;  // the config's AdaRound / AdaQuant: layers learned for this build
+  size_t reused_layers = 0;   // ... and layers taken from the learned-weights store
 };
 
 class Workbench {
@@ -83,8 +86,13 @@ class Workbench {
   // The nodes `config` puts in integer or block formats (the layers a search may lift).
   std::vector<std::string> quantized_layers(const QuantConfig& config) const;
   // The prepared model quantized under `config` from the statistics; the statistics of tensors
-  // it reads that calibration did not observe are collected first (and saved).
+  // it reads that calibration did not observe are collected first (and saved). The config's
+  // AdaRound / AdaQuant and bias correction run on a copy of the prepared model first
+  // (evaluation/recovery.h), AdaRound's layers taken from the learned-weights store where their
+  // upstream and format are unchanged since an earlier build.
   onnx::ModelProto build(const QuantConfig& config);
+  // What the last build's recovery algorithms did (empty when the config has none).
+  const RecoveryRun& last_recovery() const { return last_recovery_; }
   // MACs of the prepared model's nodes at the first evaluation sample's input shapes (once).
   const MacEstimate& macs();
   // `model` (built here) as it is written to `output`: with every tensor's static shape when the
@@ -148,7 +156,8 @@ class Workbench {
   std::unique_ptr<SampleStore> samples_;  // evaluation inputs and FP32 references
   std::string data_description_;
   size_t evaluations_ = 0;
-  bool warned_bias_correction_ = false;  // build() says once that it does not run it
+  std::unique_ptr<LearnedWeightStore> learned_;  // AdaRound's layers (the work dir's, else in memory)
+  RecoveryRun last_recovery_;
   std::optional<MacEstimate> macs_;
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;  // by device name
   std::map<std::string, double> full_bf16_time_;                   // by device name

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/text.h"
+#include "evaluation/recovery.h"
 #include "evaluation/static_shapes.h"
 #include "evaluation/stats_cache.h"
 #include "jobs/model_and_config.h"
@@ -185,30 +186,14 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   }
   count_unobserved(assignment, report);
   if (kept) {
-    const DataSpec data = calibration_data(params.setup, static_cast<size_t>(config.extra.num_calib_samples));
-    const auto source = [&] {
-      const Session probe = Session::from_model(quantized, label, session);
-      return open_samples(data, probe.inputs(), label);
-    }();
-    const std::vector<size_t> subset =
-        spread_subset(source->size(), static_cast<size_t>(config.extra.num_calib_samples), data.data.seed);
     const RewriteFn rewrite = [&](const onnx::ModelProto& candidate) {
       return quantize_model(candidate, assignment, stats, options, label, rank_lookup(ranks));
     };
-    bool changed = false;
-    if (recipe.reconstruction) {
-      ReconstructionSummary& r = report.reconstruction.emplace();
-      r = reconstruct_layers(*kept, rewrite, *source, *recipe.reconstruction,
-                             {.session = session, .samples = subset, .assignment = &assignment, .progress = params.setup.progress},
-                             label);
-      changed = r.layers > 0;
-    }
-    if (correct_biases) {
-      BiasCorrectionSummary& bc = report.bias_correction.emplace();
-      bc = correct_bias(*kept, rewrite, *source, {.mode = *correct_biases, .session = session, .samples = subset}, label);
-      changed = changed || bc.layers > 0;
-    }
-    if (changed) {
+    RecoveryRun run = recover_accuracy(*kept, rewrite, recipe, assignment, params.setup,
+                                       static_cast<size_t>(config.extra.num_calib_samples), session, nullptr, label);
+    report.reconstruction = std::move(run.reconstruction);
+    report.bias_correction = std::move(run.bias_correction);
+    if (run.changed) {
       report.rewrite = {};
       quantized = quantize_model(std::move(*kept), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
       report.rewrite.unobserved.clear();  // counted once, after the first rewrite

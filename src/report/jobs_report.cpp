@@ -196,7 +196,12 @@ std::string explore_step_line(const ExploreStep& s) {
                 s.index, s.layer.c_str(), to_string(s.decision), s.objective, s.psnr_db, 100 * s.pass_rate,
                 s.lifted_layers, s.seconds, s.sweep > 1 ? "  (retry)" : "", s.lift.empty() ? "" : "  to ",
                 s.lift.c_str());
-  return line;
+  std::string text = line;
+  if (s.learned_layers + s.reused_layers > 0) {  // before the newline
+    text.insert(text.size() - 1, "  (" + std::to_string(s.learned_layers) + " layers learned, " +
+                                     std::to_string(s.reused_layers) + " reused)");
+  }
+  return text;
 }
 
 std::string lifted_per_rung(const ExploreResult& r) {

@@ -143,7 +143,9 @@ class WorkbenchEvaluator : public search::Evaluator {
             .pass_rate = e.pass_rate,
             .seconds = e.seconds,
             .time_vs_bf16 = c.time_vs_bf16,
-            .transitions = c.transitions};
+            .transitions = c.transitions,
+            .learned_layers = e.learned_layers,
+            .reused_layers = e.reused_layers};
     s.objective = objective_(s.metrics);
     return s;
   }
@@ -235,6 +237,8 @@ class Explorer : public search::SearchObserver {
     step.seconds = score.seconds;
     step.time_vs_bf16 = score.time_vs_bf16;
     step.transitions = score.transitions;
+    step.learned_layers = score.learned_layers;
+    step.reused_layers = score.reused_layers;
     if (ladder_.size() > 1) {
       step.rung = rung_;
       step.lift = ladder_[rung_ - 1];

@@ -29,6 +29,10 @@ Json step_to_json(const ExploreStep& step, const std::vector<OutputMetrics>& out
                {"seconds", step.seconds},
                {"time_vs_bf16", step.time_vs_bf16},
                {"transitions", step.transitions}};
+  if (step.learned_layers + step.reused_layers > 0) {  // AdaRound / AdaQuant in the config
+    line["learned_layers"] = step.learned_layers;
+    line["reused_layers"] = step.reused_layers;
+  }
   if (!step.lift.empty()) {  // a ladder's rung (a single lift's lines stay as they were)
     line["rung"] = step.rung;
     line["lift"] = step.lift;
@@ -59,6 +63,10 @@ ExploreStep step_from_json(const Json& j) {
   // Ledgers before the cost model have neither.
   step.time_vs_bf16 = j.contains("time_vs_bf16") ? j.at("time_vs_bf16").get<double>() : 1.0;
   step.transitions = j.contains("transitions") ? j.at("transitions").get<size_t>() : 0;
+  if (j.contains("learned_layers")) {
+    step.learned_layers = j.at("learned_layers").get<size_t>();
+    step.reused_layers = j.at("reused_layers").get<size_t>();
+  }
   if (j.contains("lift")) {
     step.rung = j.at("rung").get<size_t>();
     step.lift = j.at("lift").get<std::string>();

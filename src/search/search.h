@@ -29,6 +29,8 @@ struct Score {
   double seconds = 0;                  // rewrite + evaluation (the ledger's, when replayed)
   double time_vs_bf16 = 1;             // expected compute time of the assignment (cost model)
   size_t transitions = 0;              // its INT8 <-> float boundaries
+  size_t learned_layers = 0;           // AdaRound / AdaQuant layers learned for it
+  size_t reused_layers = 0;            // ... and taken from the learned-weights store
   bool replayed = false;
 };
 

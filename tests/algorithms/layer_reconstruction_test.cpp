@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 
+#include "evaluation/recovery.h"
 #include "ir/node_builder.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/rewrite.h"
@@ -331,6 +334,94 @@ TEST(AlgorithmsAdaRound, SameInputsGiveTheSameWeights) {
     if (run == 0) first = initializer(prepared, "w");
     else EXPECT_EQ(initializer(prepared, "w"), first);
   }
+}
+
+// A search's steps: a layer is learned again exactly when its upstream or its own format
+// changed; otherwise the store gives back the very weights it learned.
+TEST(AlgorithmsAdaRound, StoreRelearnsOnlyLayersWhoseUpstreamOrFormatChanged) {
+  const NormalSamples samples("x", {kRows, kIn}, 4);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+  settings.iterations = 200;
+  LearnedWeightMemory store;
+  auto assignment = weight_only(two_gemms(), {.format = FormatId::kXInt8});
+  const auto set_format = [&](const std::string& node, FormatId format) {
+    for (auto& a : assignment) {
+      if (a.node_name == node) a.config.weight->format = format;
+    }
+  };
+  struct Run {
+    ReconstructionSummary summary;
+    std::vector<float> w1, w2;
+  };
+  const auto run = [&] {
+    onnx::ModelProto prepared = two_gemms();
+    Run r;
+    r.summary = reconstruct_layers(prepared, rewrite_for(assignment), samples, settings,
+                                   {.assignment = &assignment, .store = &store, .data = "normal samples"}, kLabel);
+    r.w1 = initializer(prepared, "w1");
+    r.w2 = initializer(prepared, "w2");
+    return r;
+  };
+  const Run first = run();
+  EXPECT_EQ(first.summary.layers, 2u);
+  EXPECT_EQ(first.summary.reused, 0u);
+  EXPECT_EQ(first.summary.passes, 2u);
+
+  const Run again = run();
+  EXPECT_EQ(again.summary.layers, 2u);
+  EXPECT_EQ(again.summary.reused, 2u);
+  EXPECT_EQ(again.summary.passes, 0u);
+  EXPECT_EQ(again.w1, first.w1);
+  EXPECT_EQ(again.w2, first.w2);
+  ASSERT_EQ(again.summary.per_layer.size(), 2u);
+  EXPECT_TRUE(again.summary.per_layer[0].reused);
+  EXPECT_EQ(again.summary.per_layer[1].loss_learned, first.summary.per_layer[1].loss_learned);
+
+  // The second layer's format changes: the first is reused, the second learned on its grid.
+  set_format("second", FormatId::kInt8);
+  const Run second_changed = run();
+  EXPECT_EQ(second_changed.summary.reused, 1u);
+  EXPECT_EQ(second_changed.summary.passes, 1u);
+  EXPECT_EQ(second_changed.w1, first.w1);
+  EXPECT_NE(second_changed.w2, first.w2);
+
+  // The first layer's format changes: the second's input changes with it, so both are learned.
+  set_format("first", FormatId::kInt8);
+  const Run first_changed = run();
+  EXPECT_EQ(first_changed.summary.reused, 0u);
+  EXPECT_EQ(first_changed.summary.passes, 2u);
+
+  // The same samples under another name are other samples.
+  onnx::ModelProto prepared = two_gemms();
+  const ReconstructionSummary renamed = reconstruct_layers(
+      prepared, rewrite_for(assignment), samples, settings,
+      {.assignment = &assignment, .store = &store, .data = "other samples"}, kLabel);
+  EXPECT_EQ(renamed.reused, 0u);
+}
+
+TEST(AlgorithmsAdaRound, WorkDirStoreReadsBackWholeFilesOnly) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "learned_weights_test";
+  std::filesystem::remove_all(dir);
+  LearnedWeightDir store(dir);
+  EXPECT_FALSE(store.find("k1").has_value());
+  store.store("k1", {.weights = {1.5f, -0.25f, 3e-9f}, .loss_nearest = 0.125, .loss_learned = 0.0625, .changed = 2});
+  const std::optional<LearnedLayer> back = store.find("k1");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->weights, (std::vector<float>{1.5f, -0.25f, 3e-9f}));
+  EXPECT_EQ(back->loss_nearest, 0.125);
+  EXPECT_EQ(back->loss_learned, 0.0625);
+  EXPECT_EQ(back->changed, 2u);
+  EXPECT_FALSE(std::filesystem::exists(dir / "k1.f32.partial"));
+  // Cut short, or with bytes after the floats: not used.
+  const std::filesystem::path file = dir / "k1.f32";
+  const auto size = std::filesystem::file_size(file);
+  std::filesystem::resize_file(file, size - 1);
+  EXPECT_FALSE(store.find("k1").has_value());
+  std::filesystem::resize_file(file, size + 4);
+  EXPECT_FALSE(store.find("k1").has_value());
+  std::ofstream(dir / "k2.f32") << "mixprec-learned-weights-1 99999999999999 0 0 0\n";
+  EXPECT_FALSE(store.find("k2").has_value());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
