@@ -509,10 +509,10 @@ int64_t element_count(const onnx::TensorProto& proto) {
 // weight in the quantized model (the upstream as it is quantized, with the upstream's learned
 // weights, and the weight's grid and codes); the float weight; with kFloatOutput, the float
 // model's input of the layer. The layer's own assignment shows in its weight's digest.
-std::string layer_key(const onnx::ModelProto& quantized, const onnx::ModelProto& prepared,
+std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& float_weight, const std::string& float_input,
                       const std::map<std::string, uint64_t>& digests, const std::map<std::string, uint64_t>& float_digests,
                       const Candidate& c, const ReconstructionSettings& settings, const ReconstructionOptions& options,
-                      const std::vector<size_t>& indices, const std::string& label) {
+                      const std::vector<size_t>& indices) {
   Fnv1a key;
   key.add(reconstruction_method_names().name(settings.method));
   key.add(std::to_string(static_cast<int>(settings.target)));
@@ -524,20 +524,11 @@ std::string layer_key(const onnx::ModelProto& quantized, const onnx::ModelProto&
   key.add(text::join_each(indices, [](size_t i) { return std::to_string(i); }));
   key.add(std::to_string(c.position));
   key.add(c.site.node);
-  const onnx::NodeProto* layer = nullptr;
-  for (const auto& n : quantized.graph().node()) {
-    if (n.name() == c.site.node) layer = &n;
-  }
-  if (!layer) throw Error(ErrorKind::kInternal, label, c.site.node + " is missing from its rewrite");
-  for (int i = 0; i < 2; ++i) key.add(std::to_string(digests.at(layer->input(i))));
-  const onnx::NodeProto& node = prepared.graph().node(static_cast<int>(c.site.index));
-  onnx::TensorProto weight;
-  for (const auto& init : prepared.graph().initializer()) {
-    if (init.name() == node.input(1)) weight = init;
-  }
+  for (int i = 0; i < 2; ++i) key.add(std::to_string(digests.at(layer.input(i))));
+  onnx::TensorProto weight = float_weight;
   weight.clear_name();
   key.add(weight.SerializeAsString());
-  if (!float_digests.empty()) key.add(std::to_string(float_digests.at(node.input(0))));
+  if (!float_digests.empty()) key.add(std::to_string(float_digests.at(float_input)));
   return key.hex();
 }
 
@@ -620,6 +611,17 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
     if (members.empty()) continue;
     const auto level_start = Clock::now();
     if (level > 0) quantized = rewrite(prepared);
+    // Each member's node in the quantized model (named as in the prepared one).
+    std::map<std::string, const onnx::NodeProto*> quantized_node;
+    for (const auto& n : quantized.graph().node()) quantized_node[n.name()] = &n;
+    std::vector<const onnx::NodeProto*> member_nodes(members.size());
+    for (size_t m = 0; m < members.size(); ++m) {
+      const auto it = quantized_node.find(members[m]->site.node);
+      if (it == quantized_node.end() || it->second->input_size() < 2) {
+        throw Error(ErrorKind::kInternal, label, members[m]->site.node + " is missing from its rewrite");
+      }
+      member_nodes[m] = it->second;
+    }
     // A member whose key the store knows takes its weights from there; the pass runs only when
     // one is missing.
     std::vector<std::optional<LearnedLayer>> stored(members.size());
@@ -627,23 +629,19 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
     if (options.store) {
       const std::map<std::string, uint64_t> digests = algorithms::tensor_digests(quantized, label);
       for (size_t m = 0; m < members.size(); ++m) {
-        keys[m] = layer_key(quantized, prepared, digests, float_digests, *members[m], settings, options, indices, label);
+        const onnx::NodeProto& node = prepared.graph().node(static_cast<int>(members[m]->site.index));
+        const onnx::TensorProto& weight = *find_initializer(prepared, node.input(1));
+        keys[m] = layer_key(*member_nodes[m], weight, node.input(0), digests, float_digests, *members[m], settings, options,
+                            indices);
         stored[m] = options.store->find(keys[m]);
-        const onnx::TensorProto& proto =
-            *find_initializer(prepared, prepared.graph().node(static_cast<int>(members[m]->site.index)).input(1));
-        if (stored[m] && stored[m]->weights.size() != static_cast<size_t>(element_count(proto))) stored[m].reset();
+        if (stored[m] && stored[m]->weights.size() != static_cast<size_t>(element_count(weight))) stored[m].reset();
       }
     }
     const bool need_pass = std::ranges::any_of(stored, [](const auto& s) { return !s.has_value(); });
-    // The tensor each member reads as its input in the quantized model.
-    std::map<std::string, std::string> input_of;
-    for (const auto& n : quantized.graph().node()) {
-      if (n.input_size() > 0) input_of[n.name()] = n.input(0);
-    }
     std::vector<std::string> outputs;
     std::vector<size_t> output_of(members.size());
     for (size_t m = 0; m < members.size(); ++m) {
-      const std::string& tensor = input_of.at(members[m]->site.node);
+      const std::string& tensor = member_nodes[m]->input(0);  // its input in the quantized model
       const auto at = std::ranges::find(outputs, tensor);
       output_of[m] = static_cast<size_t>(at - outputs.begin());
       if (at == outputs.end()) outputs.push_back(tensor);
