@@ -17,7 +17,7 @@ Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, mode = "full", stage = "compile", work_dir, env_script, edge_quant = "auto";
     std::string strategy = "default";
-    bool explore = false;
+    bool explore = false, no_recover = false;
     SetupFlags setup;
     DeploymentFlags deployment;
     SearchFlags search;
@@ -39,6 +39,9 @@ Command add_guide(CLI::App& app) {
                   "default (quantize, validate, explore) or ladder (w8a8, then w8a16, else float)")
       ->capture_default_str();
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
+  cmd->add_flag("--no-recover", flags->no_recover,
+                "a proposed config that misses does not try the plan's recovery ladder (bias correction, AdaRound) "
+                "before validate and explore");
   flags->search.add_to(*cmd);
   flags->config_format.add_to(*cmd,
                               "the configs the work dir holds (quantized, explore's final and pareto, ladder's, requantized)");
@@ -59,6 +62,7 @@ Command add_guide(CLI::App& app) {
             params.stage = parse_choice(guide_stage_names(), "--stage", flags->stage);
             params.edge_quant = parse_choice(edge_quant_names(), "--edge-quant", flags->edge_quant);
             params.explore = flags->explore;
+            params.recover = !flags->no_recover;
             params.config_shape = flags->config_format.resolve();
             if (flags->strategy != "default" && flags->strategy != "ladder") {
               throw_bad_input("", "unknown --strategy '" + flags->strategy + "' (default, ladder)");

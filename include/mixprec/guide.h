@@ -51,6 +51,9 @@ struct GuideParams {
   GuideStage stage = GuideStage::kCompile;
   bool explore = false;
   bool ladder = false;          // --strategy ladder: w8a8 -> w8a16 -> float instead of quantize/validate/explore
+  // A proposed config that misses its criterion tries the plan's recovery ladder (bias
+  // correction, AdaRound, ...) before validate and explore; false (--no-recover): it does not.
+  bool recover = true;
   // explore: ranking, search, lift, budget, max iterations (its starting point is the phase's config)
   SearchOptions search;
   size_t latency_runs = 20;     // exec: timed runs per model (after one warm-up)
@@ -99,6 +102,29 @@ struct QuantizeResult {
   std::string model_path, config_path;
 };
 
+// One rung of the recovery ladder: the config's algorithms plus the rung's, on the same
+// statistics and calibration method.
+struct RecoveryTrial {
+  std::vector<std::string> algorithms;  // everything the rung's config runs ("cle", "adaround")
+  std::vector<OutputMetrics> metrics;
+  Verdict verdict;
+  double psnr_db = 0;                   // worst output
+  std::optional<double> top1;           // worst top-1 agreement, where outputs have classes
+  double seconds = 0;                   // the rung: its algorithms, rewrite and evaluation
+  double reconstruction_seconds = 0;    // AdaRound / AdaQuant
+  size_t learned_layers = 0, reused_layers = 0;
+  double bias_correction_seconds = 0;
+  size_t corrected_biases = 0;
+};
+
+struct RecoverResult {
+  bool needed = false;                  // the quantize phase's config missed the criterion
+  std::string skipped;                  // why no rung ran (empty when they did)
+  std::vector<RecoveryTrial> trials;    // [0]: the quantize phase's config, then each rung tried
+  size_t kept = 0;                      // index into trials
+  std::string model_path, config_path;  // rewritten when a rung was kept
+};
+
 struct ValidateResult {
   TaskType task = TaskType::kUnknown;
   std::vector<OutputMetrics> metrics;
@@ -145,7 +171,7 @@ struct ExecResult {
 };
 
 using PhaseResult = std::variant<std::monostate, AnalyzeResult, ConfigResult, CalibrateResult, BaselineResult,
-                                 QuantizeResult, ValidateResult, ExplorePhaseResult, CompileResult, ExecResult,
+                                 QuantizeResult, RecoverResult, ValidateResult, ExplorePhaseResult, CompileResult, ExecResult,
                                  LadderReport, DryRunReport, RequantizeReport>;
 
 enum class PhaseStatus { kDone, kPass, kFail, kSkipped, kNotRun };

@@ -193,6 +193,20 @@ AccuracyTarget make_target(AccuracyTarget::Metric metric, AccuracyTarget::Op op,
 // Whether `value` meets `target` (value OP target.value).
 bool meets(const AccuracyTarget& target, double value);
 
+// What a search or a choice between candidates maximises: the target's metric on the worst
+// output (negated for a "<" target), else the task's own measure (top-1 agreement for
+// classification and sequences, worst PSNR otherwise). An output without the metric counts as
+// the worst possible value.
+struct AccuracyObjective {
+  AccuracyTarget::Metric metric = AccuracyTarget::kPsnr;
+  bool lower_is_better = false;
+
+  AccuracyObjective(const std::optional<AccuracyTarget>& target, TaskType task);
+  std::string name() const;  // "worst-output PSNR", "worst-output top-1 agreement", ...
+  double min_gain() const { return metric_traits(metric).min_gain; }
+  double operator()(const std::vector<OutputMetrics>& metrics) const;  // higher is better
+};
+
 // Default criteria (SPEC "Accuracy criteria"); every one must hold on every output.
 //   regression, unknown  PSNR >= 30 dB and pass rate >= 99.9%.
 //   detection            the same, per output: boxes are not matched yet (SPEC's IoU >= 0.5

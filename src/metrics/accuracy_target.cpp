@@ -190,6 +190,27 @@ AccuracyTarget make_target(Metric metric, Op op, double value) {
 
 bool meets(const AccuracyTarget& target, double value) { return op_traits(target.op).holds(value, target.value); }
 
+AccuracyObjective::AccuracyObjective(const std::optional<AccuracyTarget>& target, TaskType task) {
+  if (target) {
+    metric = target->metric;
+    lower_is_better = target->op == AccuracyTarget::kLess;
+  } else if (task == TaskType::kClassification || task == TaskType::kSequence) {
+    metric = AccuracyTarget::kTop1;
+  }
+}
+
+std::string AccuracyObjective::name() const { return std::string("worst-output ") + metric_traits(metric).label; }
+
+double AccuracyObjective::operator()(const std::vector<OutputMetrics>& metrics) const {
+  const MetricTraits& traits = metric_traits(metric);
+  double worst = lower_is_better ? -1e300 : 1e300;
+  for (const auto& m : metrics) {
+    const double value = traits.value(m).value_or(lower_is_better ? 1e300 : -1e300);
+    worst = lower_is_better ? std::max(worst, value) : std::min(worst, value);
+  }
+  return lower_is_better ? -worst : worst;
+}
+
 namespace metrics {
 
 namespace {

@@ -106,6 +106,7 @@ class Planner {
     decide_preset();
     decide_calibration();
     decide_algorithms();
+    decide_recovery_ladder();
     decide_lists();
     decide_external_data();
     decide_evaluation();
@@ -347,6 +348,42 @@ class Planner {
            reasons.empty() ? "nothing to fold, nothing requested" : text::join(reasons, "; "));
   }
 
+  // The rungs guide tries when the config misses: bias correction (Conv/Gemm biases), then
+  // AdaRound (Conv/Gemm/MatMul weights), each on top of the plan's algorithms and only where the
+  // preset quantizes to integer codes and the algorithm is not already listed.
+  void decide_recovery_ladder() {
+    const auto listed = [&](const char* name) { return std::ranges::find(plan_.algorithms, name) != plan_.algorithms.end(); };
+    const auto count = [&](std::initializer_list<const char*> ops) {
+      int64_t n = 0;
+      for (const OpCount& op : analysis_.op_histogram) {
+        if (std::ranges::find(ops, op.op_type) != ops.end()) n += op.count;
+      }
+      return n;
+    };
+    const bool integer = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_qdq; });
+    std::vector<std::string> reasons;
+    if (integer && count({"Conv", "Gemm"}) > 0 && !listed("bias_correction")) {
+      plan_.recovery_ladder.push_back({"bias_correction"});
+      reasons.emplace_back("bias correction: a few passes over the calibration samples");
+    }
+    const int64_t layers = count({"Conv", "Gemm", "MatMul"});
+    if (integer && layers > 0 && !listed("adaround") && !listed("adaquant")) {
+      plan_.recovery_ladder.push_back({"adaround"});
+      reasons.push_back("adaround: up to " + std::to_string(layers) + " layers x " +
+                        std::to_string(default_reconstruction(ReconstructionMethod::kAdaRound).iterations) +
+                        " Adam steps (" + kReconstructionCostExample + "), and again in explore for the layers below "
+                        "each lifted one");
+    }
+    if (plan_.recovery_ladder.empty()) return;
+    std::vector<std::string> rungs;
+    const std::string base = plan_.algorithms.empty() ? "" : text::join(plan_.algorithms, " + ") + " + ";
+    for (const auto& rung : plan_.recovery_ladder) rungs.push_back(base + text::join(rung, " + "));
+    decide("recovery ladder", text::join(rungs, ", then "),
+           "when the config misses its criterion, guide measures each rung on the config's statistics (one rewrite and "
+           "one evaluation each, after the algorithm itself), keeps the best and explores from it; cost: " +
+           text::join(reasons, "; "));
+  }
+
   void decide_lists() {
     std::set<std::string> present;
     for (const auto& op : analysis_.op_histogram) present.insert(op.op_type);
@@ -462,6 +499,7 @@ Json plan_to_json(const QuantPlan& plan, ConfigShape shape) {
       {"calibration", {{"method", method_name(plan.calib_method)}, {"samples", plan.calibration_samples},
                        {"batch", plan.calibration_batch}}},
       {"algorithms", plan.algorithms},
+      {"recovery_ladder", plan.recovery_ladder},
       {"include", {{"op_types", plan.include_op_types}}},
       {"exclude", {{"node_names", plan.exclude_node_names}}},
       {"higher_precision", {{"format", plan.higher_precision_format}, {"node_names", plan.higher_precision_nodes}}},
@@ -509,6 +547,9 @@ QuantPlan plan_from_json(const Json& json, const std::string& label) {
   plan.calibration_samples = json["calibration"]["samples"].get<int64_t>();
   plan.calibration_batch = json["calibration"]["batch"].get<int64_t>();
   plan.algorithms = json["algorithms"].get<std::vector<std::string>>();
+  if (json.contains("recovery_ladder")) {  // plans written before it have none
+    plan.recovery_ladder = json["recovery_ladder"].get<std::vector<std::vector<std::string>>>();
+  }
   plan.include_op_types = json["include"]["op_types"].get<std::vector<std::string>>();
   plan.exclude_node_names = json["exclude"]["node_names"].get<std::vector<std::string>>();
   plan.higher_precision_format = json["higher_precision"]["format"].get<std::string>();

@@ -122,6 +122,41 @@ Lines lines_of(const QuantizeResult& r) {
   return lines;
 }
 
+std::string algorithms_label(const std::vector<std::string>& algorithms) {
+  return algorithms.empty() ? "no algorithm" : text::join(algorithms, " + ");
+}
+
+Lines lines_of(const RecoverResult& r) {
+  if (!r.skipped.empty()) return {r.skipped};
+  Lines lines;
+  const double start = r.trials.empty() ? 0 : r.trials.front().psnr_db;
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    const RecoveryTrial& t = r.trials[i];
+    std::string line = algorithms_label(t.algorithms) + (i == 0 ? " (the quantize phase's)" : "") + ": PSNR " +
+                       fixed(t.psnr_db) + " dB";
+    if (i > 0) line += " (" + std::string(t.psnr_db >= start ? "+" : "") + fixed(t.psnr_db - start) + ")";
+    if (t.top1) line += ", top-1 agreement " + fixed(100 * *t.top1, 2) + "%";
+    line += std::string(", ") + (t.verdict.pass ? "pass" : "fail") + ", " + fixed(t.seconds) + " s";
+    std::vector<std::string> parts;
+    if (t.learned_layers + t.reused_layers > 0) {
+      parts.push_back("layers learned " + std::to_string(t.learned_layers) + ", reused " +
+                      std::to_string(t.reused_layers) + " in " + fixed(t.reconstruction_seconds) + " s");
+    }
+    if (t.corrected_biases > 0) {
+      parts.push_back(std::to_string(t.corrected_biases) + " biases corrected in " + fixed(t.bias_correction_seconds) + " s");
+    }
+    if (!parts.empty()) line += " (" + text::join(parts, "; ") + ")";
+    lines.push_back(line);
+  }
+  if (r.kept == 0) {
+    lines.push_back("kept the quantize phase's config: no rung did better");
+  } else {
+    lines.push_back("kept " + algorithms_label(r.trials.at(r.kept).algorithms) + ": wrote " + r.model_path + " and " +
+                    r.config_path);
+  }
+  return lines;
+}
+
 Lines lines_of(const ValidateResult& r) { return {worst_line(r.metrics, r.task), r.verdict.criterion, r.verdict.reason}; }
 
 Lines lines_of(const ExplorePhaseResult& r) {
@@ -279,6 +314,25 @@ Json json_of(const QuantizeResult& r) {
   return {{"methods", methods},          {"kept", calib_method_traits(r.kept).name}, {"layers", r.layers},
           {"integer_layers", r.integer_layers}, {"formats", formats_json(r.formats)}, {"model", r.model_path},
           {"config", r.config_path}};
+}
+
+Json json_of(const RecoverResult& r) {
+  Json trials = Json::array();
+  for (const auto& t : r.trials) {
+    trials.push_back({{"algorithms", t.algorithms},
+                      {"psnr_db", t.psnr_db},
+                      {"top1", t.top1 ? Json(*t.top1) : Json(nullptr)},
+                      {"pass", t.verdict.pass},
+                      {"outputs", metrics_json(t.metrics)},
+                      {"seconds", t.seconds},
+                      {"reconstruction_seconds", t.reconstruction_seconds},
+                      {"learned_layers", t.learned_layers},
+                      {"reused_layers", t.reused_layers},
+                      {"bias_correction_seconds", t.bias_correction_seconds},
+                      {"corrected_biases", t.corrected_biases}});
+  }
+  return {{"needed", r.needed}, {"skipped", r.skipped}, {"trials", trials}, {"kept", r.kept},
+          {"model", r.model_path}, {"config", r.config_path}};
 }
 
 Json json_of(const ValidateResult& r) {

@@ -856,6 +856,36 @@ std::optional<Section> recipe_section(const Inputs& in) {
     }
     body += table({"method", "worst PSNR (dB)", "verdict"}, rows, "", {false, true, false});
   }
+  const Json& recover = in.guide_result("recover");
+  if (items(recover, "trials").size() > 1) {
+    body += "<h4>Recovery ladder on the same statistics</h4>\n";
+    std::vector<std::vector<std::string>> rows;
+    const Json& trials = items(recover, "trials");
+    for (size_t i = 0; i < trials.size(); ++i) {
+      const Json& t = trials[i];
+      const std::vector<std::string> names = strings(field(t, "algorithms"));
+      std::string label = names.empty() ? "no algorithm" : text::join(names, " + ");
+      const bool kept = number(recover, "kept").value_or(0) == static_cast<double>(i);
+      const auto top1 = number(t, "top1");
+      const double learned = number(t, "learned_layers").value_or(0), reused = number(t, "reused_layers").value_or(0);
+      const double biases = number(t, "corrected_biases").value_or(0);
+      std::string work;
+      if (learned + reused > 0) {
+        work = count(static_cast<size_t>(learned)) + " learned, " + count(static_cast<size_t>(reused)) + " reused, " +
+               fixed(number(t, "reconstruction_seconds").value_or(0)) + " s";
+      }
+      if (biases > 0) {
+        work += (work.empty() ? "" : "; ") + count(static_cast<size_t>(biases)) + " biases corrected, " +
+                fixed(number(t, "bias_correction_seconds").value_or(0)) + " s";
+      }
+      rows.push_back({esc(label) + (i == 0 ? " (quantize)" : "") + (kept ? " <strong>(kept)</strong>" : ""),
+                      fixed(number(t, "psnr_db").value_or(0)), top1 ? percent(*top1) : "",
+                      verdict_badge(flag(t, "pass").value_or(false)), fixed(number(t, "seconds").value_or(0)),
+                      esc(work)});
+    }
+    body += table({"algorithms", "worst PSNR (dB)", "top-1", "verdict", "seconds", "layers"}, rows, "",
+                  {false, true, true, false, true, false});
+  }
   if (in.run.is_object()) body += "<h3>Search settings</h3>\n" + search_settings(in.run, in.summary);
   if (body.empty()) return std::nullopt;
   std::vector<std::string> parts;

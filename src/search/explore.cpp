@@ -60,32 +60,7 @@ const char* ranking_score_meaning(Ranking ranking) {
   return "?";
 }
 
-// The search's objective (higher is better): the target's metric on the worst output, else
-// the task's own measure.
-struct Objective {
-  AccuracyTarget::Metric metric = AccuracyTarget::kPsnr;
-  bool lower_is_better = false;
-
-  Objective(const std::optional<AccuracyTarget>& target, TaskType task) {
-    if (target) {
-      metric = target->metric;
-      lower_is_better = target->op == AccuracyTarget::kLess;
-    } else if (task == TaskType::kClassification || task == TaskType::kSequence) {
-      metric = AccuracyTarget::kTop1;
-    }
-  }
-  std::string name() const { return std::string("worst-output ") + metric_traits(metric).label; }
-  double min_gain() const { return metric_traits(metric).min_gain; }
-  double operator()(const std::vector<OutputMetrics>& metrics) const {
-    const MetricTraits& traits = metric_traits(metric);
-    double worst = lower_is_better ? -1e300 : 1e300;
-    for (const auto& m : metrics) {
-      const double value = traits.value(m).value_or(lower_is_better ? 1e300 : -1e300);
-      worst = lower_is_better ? std::max(worst, value) : std::min(worst, value);
-    }
-    return lower_is_better ? -worst : worst;
-  }
-};
+using Objective = AccuracyObjective;  // the target's metric on the worst output, else the task's own
 
 // Each lifted layer's rung (1-based, into the ladder); a layer absent is at the base.
 using Assignment = std::map<std::string, size_t>;

@@ -1,6 +1,7 @@
 // guide: SPEC's phases in order, each reported as it ends with a typed result. Full mode:
 //   analyze -> config (given, or make_plan()'s for the deployment and the architecture) ->
-//   calibrate -> baseline (FP32 reference, cached) -> quantize -> validate -> explore (when
+//   calibrate -> baseline (FP32 reference, cached) -> quantize -> recover (a proposed config
+//   that misses: the plan's recovery ladder, best rung kept) -> validate -> explore (when
 //   asked and the config misses) -> compile (session with every graph optimization on the
 //   chosen provider, coverage and islands of the final model) -> exec (latencies, when asked).
 // dry-run and requantize modes run mixprec/workflow.h; --strategy ladder runs the ladder.
@@ -18,6 +19,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/stop.h"
 
 namespace mixprec {
 namespace {
@@ -129,6 +131,7 @@ class Guide {
 
     begin("calibrate");
     Workbench bench = workbench(config);
+    objective_.emplace(params_.setup.criterion.target, bench.task().type);
     end(CalibrateResult{.reused = bench.stats_reused(),
                         .stats_path = bench.stats_path(),
                         .data_description = bench.stats().data_description,
@@ -146,16 +149,17 @@ class Guide {
     QuantConfig chosen = config;
     // A proposed config tries the methods the device allows unless --calib-method names one.
     const bool try_methods = params_.config_path.empty() && !params_.search.calib_method;
-    const Evaluation quantized = try_methods ? choose_calibration(bench, chosen, quantize) : bench.evaluate(chosen);
+    Evaluation quantized = try_methods ? choose_calibration(bench, chosen, quantize) : bench.evaluate(chosen);
     quantize.kept = chosen.extra.calib_method;
     report_.final_model_path = quantize.model_path = work_file("quantized.onnx");
     report_.final_config_path = quantize.config_path = work_file("quantized.config.json");
-    save_model(bench.for_writing(*quantized.model, report_.final_model_path), report_.final_model_path);
-    save_config(chosen, report_.final_config_path, params_.config_shape);
+    write_quantized(bench, chosen, quantized);
     quantize.layers = bench.node_formats(chosen, *device_).size();
     quantize.integer_layers = bench.quantized_layers(chosen).size();
     quantize.formats = formats_used(chosen);
     end(std::move(quantize));
+
+    recover_phase(bench, chosen, quantized);
 
     begin("validate");
     current_.status = pass_fail(quantized.verdict.pass);
@@ -212,16 +216,92 @@ class Guide {
     return std::move(*best);
   }
 
-  // Pass first, then the task's own measure (top-1 agreement for classes, worst PSNR otherwise).
-  static bool better(const Evaluation& a, const Evaluation& b) {
+  // The worst top-1 agreement over the outputs that have one; 2 when none has.
+  static double worst_top1(const Evaluation& e) {
+    double worst = 2;
+    for (const auto& m : e.metrics) worst = std::min(worst, m.top1_agreement.value_or(2.0));
+    return worst;
+  }
+  // Pass first, then what explore maximises (the target's metric on the worst output, else the
+  // task's own measure), then worst PSNR.
+  bool better(const Evaluation& a, const Evaluation& b) const {
     if (a.verdict.pass != b.verdict.pass) return a.verdict.pass;
-    const auto top1 = [](const Evaluation& e) {
-      double worst = 2;
-      for (const auto& m : e.metrics) worst = std::min(worst, m.top1_agreement.value_or(2.0));
-      return worst;
-    };
-    if (top1(a) != top1(b)) return top1(a) > top1(b);
+    const double objective_a = (*objective_)(a.metrics), objective_b = (*objective_)(b.metrics);
+    if (objective_a != objective_b) return objective_a > objective_b;
     return a.psnr_db > b.psnr_db;
+  }
+
+  // quantized.onnx and its config: the quantize phase's, then the recovery rung kept.
+  void write_quantized(const Workbench& bench, const QuantConfig& config, const Evaluation& evaluation) {
+    save_model(bench.for_writing(*evaluation.model, work_file("quantized.onnx")), work_file("quantized.onnx"));
+    save_config(config, work_file("quantized.config.json"), params_.config_shape);
+  }
+
+  RecoveryTrial trial_of(const QuantConfig& config, const Evaluation& e, double seconds) const {
+    RecoveryTrial t{.algorithms = algorithm_recipe(config).names(),
+                    .metrics = e.metrics,
+                    .verdict = e.verdict,
+                    .psnr_db = e.psnr_db,
+                    .seconds = seconds,
+                    .learned_layers = e.learned_layers,
+                    .reused_layers = e.reused_layers};
+    if (const double top1 = worst_top1(e); top1 <= 1) t.top1 = top1;
+    return t;
+  }
+
+  // A proposed config that misses its criterion tries the plan's recovery ladder: each rung
+  // adds its algorithms (which run after the rewrite, so the statistics are shared) and is
+  // measured; the first rung that passes ends the ladder. The best of the quantize phase's
+  // config and the rungs becomes the config validate judges and explore starts from.
+  void recover_phase(Workbench& bench, QuantConfig& config, Evaluation& quantized) {
+    begin("recover");
+    RecoverResult result{.needed = !quantized.verdict.pass};
+    result.trials.push_back(trial_of(config, quantized, quantized.seconds));
+    if (!result.needed) {
+      result.skipped = "not needed: the config meets the criterion";
+    } else if (!params_.config_path.empty()) {
+      result.skipped = "the config is given: it runs the algorithms it lists";
+    } else if (!params_.recover) {
+      result.skipped = "--no-recover";
+    } else if (recovery_ladder_.empty()) {
+      result.skipped = "the plan has no recovery ladder for this preset and model";
+    }
+    if (!result.skipped.empty()) {
+      current_.status = result.needed ? PhaseStatus::kNotRun : PhaseStatus::kSkipped;
+      end(std::move(result));
+      return;
+    }
+    QuantConfig best_config = config;
+    for (const auto& rung : recovery_ladder_) {
+      QuantConfig trial = config;
+      for (const std::string& name : rung) trial.algorithms.push_back({.name = name});
+      const auto t0 = Clock::now();
+      Evaluation e = bench.evaluate(trial);
+      RecoveryTrial row = trial_of(trial, e, seconds_since(t0));
+      const RecoveryRun& run = bench.last_recovery();
+      if (run.reconstruction) row.reconstruction_seconds = run.reconstruction->seconds;
+      if (run.bias_correction) {
+        row.bias_correction_seconds = run.bias_correction->seconds;
+        row.corrected_biases = run.bias_correction->layers;
+      }
+      result.trials.push_back(std::move(row));
+      if (better(e, quantized)) {
+        quantized = std::move(e);
+        best_config = trial;
+        result.kept = result.trials.size() - 1;
+      }
+      if (quantized.verdict.pass) break;
+      if (stop_requested()) break;
+    }
+    if (result.kept > 0) {
+      config = best_config;
+      write_quantized(bench, config, quantized);
+      result.model_path = work_file("quantized.onnx");
+      result.config_path = work_file("quantized.config.json");
+    }
+    throw_if_stopped(work_file("quantized.onnx"), "the best rung so far is in quantized.onnx");
+    current_.status = pass_fail(quantized.verdict.pass);
+    end(std::move(result));
   }
 
   ModelAnalysis analyze() {
@@ -257,6 +337,7 @@ class Guide {
       plan.backend_risk = false;
       result.plan = make_plan(plan);
       config = result.plan->config;
+      recovery_ladder_ = result.plan->recovery_ladder;
       if (analysis.architecture.type == Architecture::kUnknown) {
         log_warning(params_.setup.model_path + ": architecture unknown: the proposed config is the plan's draft for " +
                     to_string(plan.target) + "; review " + work_file("quantized.config.json") + " or give --config");
@@ -430,6 +511,8 @@ class Guide {
   const PhaseCallback& on_phase_;
   const DeviceProfile* device_ = nullptr;
   GuideReport report_;
+  std::vector<std::vector<std::string>> recovery_ladder_;  // the proposed config's plan's
+  std::optional<AccuracyObjective> objective_;              // set once the workbench knows the task
   GuidePhase current_;
   Clock::time_point phase_start_;
 };

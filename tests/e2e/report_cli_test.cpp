@@ -95,8 +95,8 @@ TEST_F(ReportCliTest, GuideWritesItsPhasesAsTheyEndAndAReportWithThem) {
   const Json guide = json_file(path("work/guide.json"));
   std::vector<std::string> phases;
   for (const auto& phase : guide["phases"]) phases.push_back(phase["name"]);
-  EXPECT_EQ(phases, (std::vector<std::string>{"analyze", "config", "calibrate", "baseline", "quantize", "validate",
-                                              "explore", "compile"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"analyze", "config", "calibrate", "baseline", "quantize", "recover",
+                                              "validate", "explore", "compile"}));
   EXPECT_TRUE(guide["outcome"].is_string());
   EXPECT_FALSE(guide["phases"][0]["lines"].empty());
   EXPECT_EQ(guide["phases"][0]["result"]["task"]["type"], "regression");

@@ -57,8 +57,8 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   p.stage = GuideStage::kExec;
   std::vector<std::string> reported;
   const GuideReport r = guide(p, [&](const GuidePhase& phase) { reported.push_back(phase.name); });
-  const std::vector<std::string> expected = {"analyze",  "config",  "calibrate", "baseline", "quantize",
-                                             "validate", "explore", "compile",   "exec"};
+  const std::vector<std::string> expected = {"analyze", "config",  "calibrate", "baseline", "quantize",
+                                             "recover", "validate", "explore",   "compile",  "exec"};
   EXPECT_EQ(names(r), expected);
   EXPECT_EQ(reported, expected);  // each phase is reported as it ends
   EXPECT_NE(lines(r, "config").at(0).find("proposed XINT8 for ve2"), std::string::npos);
@@ -66,6 +66,17 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   // A proposed config tries the device's calibration methods on the same statistics.
   EXPECT_NE(lines(r, "quantize").at(0).find("PowerOfTwo_MinMSE"), std::string::npos);
   EXPECT_NE(lines(r, "quantize").at(0).find("PowerOfTwo_NonOverflow"), std::string::npos);
+  // The plan's recovery ladder ran before explore: AdaRound on the two MatMuls, measured on the
+  // same statistics. It cannot recover what the activation's outlier costs, so it fails too.
+  ASSERT_NE(r.result<RecoverResult>(), nullptr);
+  const RecoverResult& recover = *r.result<RecoverResult>();
+  EXPECT_EQ(phase(r, "recover").status, PhaseStatus::kFail);
+  ASSERT_EQ(recover.trials.size(), 2u);
+  EXPECT_TRUE(recover.trials[0].algorithms.empty());
+  EXPECT_EQ(recover.trials[1].algorithms, std::vector<std::string>{"adaround"});
+  EXPECT_EQ(recover.trials[1].learned_layers + recover.trials[1].reused_layers, 2u);
+  EXPECT_GT(recover.trials[1].reconstruction_seconds, 0);
+  EXPECT_EQ(lines(r, "recover").at(1).rfind("adaround: PSNR ", 0), 0u) << lines(r, "recover").at(1);
   EXPECT_EQ(phase(r, "explore").status, PhaseStatus::kPass);
   ASSERT_NE(r.explore(), nullptr);
   EXPECT_EQ(r.explore()->lifted_layers, std::vector<std::string>{"mix"});
@@ -171,8 +182,12 @@ TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
 }
 
 TEST_F(GuideTest, WithoutExploreAMissIsReportedWithTheNextStep) {
-  const GuideReport r = guide(params());
+  GuideParams p = params();
+  p.recover = false;
+  const GuideReport r = guide(p);
   EXPECT_FALSE(r.pass);
+  EXPECT_EQ(phase(r, "recover").status, PhaseStatus::kNotRun);
+  EXPECT_EQ(lines(r, "recover"), std::vector<std::string>{"--no-recover"});
   EXPECT_EQ(phase(r, "explore").status, PhaseStatus::kNotRun);
   EXPECT_NE(guide_outcome(r).find("--explore"), std::string::npos) << guide_outcome(r);
   EXPECT_EQ(r.final_model_path, path("work/quantized.onnx"));
@@ -194,6 +209,7 @@ TEST_F(GuideTest, AGivenConfigIsUsedAndCheckedAgainstTheDevice) {
   const GuideReport r = guide(p);
   EXPECT_TRUE(r.pass);
   EXPECT_NE(lines(r, "config").at(0).find("given"), std::string::npos);
+  EXPECT_EQ(phase(r, "recover").status, PhaseStatus::kSkipped);  // FP16 meets the criterion
 }
 
 TEST_F(GuideTest, AQuantizedModelInFullModePointsToRequantize) {

@@ -87,8 +87,8 @@ TEST_F(PlanTest, TheDecisionTableCoversWhatSpecAsks) {
   std::vector<std::string> names;
   for (const auto& d : plan.decisions) names.push_back(d.decision);
   EXPECT_EQ(names, (std::vector<std::string>{"backend", "architecture", "task", "preset", "calibration method",
-                                             "calibration size", "calibration data", "algorithms", "include", "exclude",
-                                             "external data", "evaluation"}));
+                                             "calibration size", "calibration data", "algorithms", "recovery ladder",
+                                             "include", "exclude", "external data", "evaluation"}));
   EXPECT_EQ(plan.preset, "U8S8");
   EXPECT_EQ(plan.calib_method, CalibMethod::kPercentile);
   EXPECT_EQ(plan.calibration_samples, 256);
@@ -217,6 +217,44 @@ TEST_F(PlanTest, AlgorithmRisks) {
   EXPECT_FALSE(plan_blocker(npu).has_value());
   cnn.algorithms = {"magic"};
   EXPECT_NE(error_of(cnn).find("unknown --algorithm 'magic'"), std::string::npos);
+}
+
+// guide's recovery ladder: bias correction where there are Conv/Gemm biases, then AdaRound where
+// there are Conv/Gemm/MatMul weights, each on top of the plan's algorithms; nothing for a float
+// preset or for what the plan already runs.
+TEST_F(PlanTest, TheRecoveryLadderAddsBiasCorrectionThenAdaRoundToIntegerPresets) {
+  const std::string cnn = save(testing::conv_chain(2), "cnn.onnx");
+  const QuantPlan npu = make_plan(params(cnn, PlanTarget::kNpuCnn));
+  EXPECT_EQ(npu.recovery_ladder, (std::vector<std::vector<std::string>>{{"bias_correction"}, {"adaround"}}));
+  EXPECT_EQ(decision(npu, "recovery ladder").value, "cle + bias_correction, then cle + adaround");
+  EXPECT_NE(decision(npu, "recovery ladder").reason.find("adaround: up to 2 layers x 1000 Adam steps"), std::string::npos)
+      << decision(npu, "recovery ladder").reason;
+  // The rungs are not the plan's own algorithms: the config quantize --plan runs is unchanged.
+  EXPECT_EQ(npu.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
+
+  const QuantPlan mlp = make_plan(params(save(testing::matmul_chain(2), "mlp.onnx"), PlanTarget::kCpu));
+  EXPECT_EQ(mlp.recovery_ladder, (std::vector<std::vector<std::string>>{{"adaround"}}));  // no bias to correct
+
+  PlanParams asked = params(cnn, PlanTarget::kCpu);
+  asked.algorithms = {"adaquant"};
+  const QuantPlan adaquant = make_plan(asked);
+  EXPECT_EQ(adaquant.recovery_ladder, (std::vector<std::vector<std::string>>{{"bias_correction"}}));
+  save_plan(adaquant, path("adaquant.plan.json"));  // the schema knows adaquant
+  EXPECT_EQ(load_plan(path("adaquant.plan.json")), adaquant);
+
+  PlanParams bf16 = params(cnn, PlanTarget::kCpu);
+  bf16.preset = "BF16";
+  const QuantPlan float_plan = make_plan(bf16);
+  EXPECT_TRUE(float_plan.recovery_ladder.empty());
+  EXPECT_THROW(decision(float_plan, "recovery ladder"), std::runtime_error);
+
+  // A plan written before the ladder existed reads back with none.
+  Json old = plan_to_json(npu);
+  old.erase("recovery_ladder");
+  EXPECT_TRUE(plan_from_json(old, "old.plan.json").recovery_ladder.empty());
+  Json bad = plan_to_json(npu);
+  bad["recovery_ladder"] = Json::parse(R"([["cle"]])");  // CLE runs before calibration: not a rung
+  EXPECT_THROW(plan_from_json(bad, "bad.plan.json"), Error);
 }
 
 TEST_F(PlanTest, BatchNormIsFoldedByThePlanItself) {
