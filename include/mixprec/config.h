@@ -304,8 +304,11 @@ struct AlgorithmRecipe {
   bool empty() const { return !cle && !smooth_quant && !reconstruction && !bias_correction; }
   // "cle", "smoothquant", "adaround" | "adaquant", "bias_correction", in the order they run
   std::vector<std::string> names() const;
+  // The same, bias correction with its mode: "bias_correction (layer)".
+  std::vector<std::string> labels() const;
 };
 AlgorithmRecipe algorithm_recipe(const QuantConfig& config);
+std::vector<std::string> algorithm_labels(const QuantConfig& config);  // algorithm_recipe(config).labels()
 // The algorithm names algo_config accepts (the implemented ones).
 std::vector<std::string> algorithm_names();
 

@@ -105,7 +105,7 @@ struct QuantizeResult {
 // One rung of the recovery ladder: the config's algorithms plus the rung's, on the same
 // statistics and calibration method.
 struct RecoveryTrial {
-  std::vector<std::string> algorithms;  // everything the rung's config runs ("cle", "adaround")
+  std::vector<std::string> algorithms;  // everything the rung's config runs (algorithm_labels: "cle", "adaround")
   std::vector<OutputMetrics> metrics;
   Verdict verdict;
   double psnr_db = 0;                   // worst output

@@ -91,10 +91,11 @@ struct QuantPlan {
   int64_t calibration_batch = 1;
   std::vector<std::string> algorithms;
   // What guide tries, rung by rung, when the config misses its criterion: each rung is the
-  // algorithms added to `algorithms` (run after the rewrite, so every rung shares the config's
-  // statistics), e.g. {{"bias_correction"}, {"adaround"}}. Empty: nothing to try (a float
-  // preset, no layer the algorithms apply to).
-  std::vector<std::vector<std::string>> recovery_ladder;
+  // algo_config entries added to the config's (algorithms that run after the rewrite, so every
+  // rung shares the config's statistics): bias correction per layer, bias correction of the
+  // whole model, AdaRound. In the plan file each rung is an algo_config list. Empty: nothing to
+  // try (a float preset, no layer the algorithms apply to).
+  std::vector<std::vector<AlgorithmEntry>> recovery_ladder;
   std::vector<std::string> include_op_types;
   std::vector<std::string> exclude_node_names;     // kept float (exact names)
   std::vector<std::string> higher_precision_nodes;  // kept at `higher_precision_format`

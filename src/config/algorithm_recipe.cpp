@@ -86,6 +86,16 @@ std::vector<std::string> AlgorithmRecipe::names() const {
   return out;
 }
 
+std::vector<std::string> AlgorithmRecipe::labels() const {
+  std::vector<std::string> out = names();
+  for (std::string& name : out) {
+    if (name == "bias_correction") name += std::string(" (") + bias_correction_mode_names().name(*bias_correction) + ")";
+  }
+  return out;
+}
+
+std::vector<std::string> algorithm_labels(const QuantConfig& config) { return algorithm_recipe(config).labels(); }
+
 AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
   AlgorithmRecipe recipe;
   const ExtraOptions& extra = config.extra;

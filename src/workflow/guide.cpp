@@ -238,7 +238,7 @@ class Guide {
   }
 
   RecoveryTrial trial_of(const QuantConfig& config, const Evaluation& e, double seconds) const {
-    RecoveryTrial t{.algorithms = algorithm_recipe(config).names(),
+    RecoveryTrial t{.algorithms = algorithm_labels(config),
                     .metrics = e.metrics,
                     .verdict = e.verdict,
                     .psnr_db = e.psnr_db,
@@ -274,7 +274,7 @@ class Guide {
     QuantConfig best_config = config;
     for (const auto& rung : recovery_ladder_) {
       QuantConfig trial = config;
-      for (const std::string& name : rung) trial.algorithms.push_back({.name = name});
+      trial.algorithms.insert(trial.algorithms.end(), rung.begin(), rung.end());
       const auto t0 = Clock::now();
       Evaluation e = bench.evaluate(trial);
       RecoveryTrial row = trial_of(trial, e, seconds_since(t0));
@@ -511,7 +511,7 @@ class Guide {
   const PhaseCallback& on_phase_;
   const DeviceProfile* device_ = nullptr;
   GuideReport report_;
-  std::vector<std::vector<std::string>> recovery_ladder_;  // the proposed config's plan's
+  std::vector<std::vector<AlgorithmEntry>> recovery_ladder_;  // the proposed config's plan's
   std::optional<AccuracyObjective> objective_;              // set once the workbench knows the task
   GuidePhase current_;
   Clock::time_point phase_start_;

@@ -1,10 +1,16 @@
 // The workflow commands on the real PP-OCR models with the real pictures: dry-run's table and
-// recommendation, and guide --explore end to end through the CLI.
+// recommendation, guide's recovery ladder, and guide --explore end to end through the CLI.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "mixprec/model_io.h"
 #include "mixprec/workflow.h"
 #include "support/cli_runner.h"
 #include "support/temp_dir.h"
@@ -18,6 +24,13 @@ const std::string kCalib = std::string(MIXPREC_DATA_DIR) + "/calib";
 const std::string kEval = std::string(MIXPREC_DATA_DIR) + "/eval";
 
 class WorkflowRealModel : public testing::TempDirTest {};
+
+// A PSNR as the guide's lines print it (two decimals).
+std::string text_of_db(double db) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f dB", db);
+  return text;
+}
 
 DataSpec pictures(const std::string& folder, const std::string& preprocess, int64_t h, int64_t w) {
   DataSpec spec;
@@ -58,9 +71,10 @@ TEST_F(WorkflowRealModel, GuideExploresTheDetectorToItsTarget) {
   const CliResult r = run_cli({"guide", "--model", kModels + "/ppocr_det.onnx", "--explore", "--target-accuracy",
                                "psnr>30", "--search", "bisection", "--bf16-budget", "1", "--calibration-data", kCalib,
                                "--data", kEval, "--preprocess", "ppocr_det", "--image-size", "160x160", "--work-dir",
-                               path("work")});
+                               path("work"), "--no-recover"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* phase : {"== analyze", "== config", "== calibrate", "== baseline", "== quantize", "== validate: fail",
+  for (const char* phase : {"== analyze", "== config", "== calibrate", "== baseline", "== quantize",
+                            "== recover: not run", "== validate: fail",
                             "== explore: pass", "== compile", "== report"}) {
     EXPECT_NE(r.out.find(phase), std::string::npos) << phase << "\n" << r.out;
   }
@@ -71,6 +85,53 @@ TEST_F(WorkflowRealModel, GuideExploresTheDetectorToItsTarget) {
                            "stats.cle.json", "quantized.onnx", "final.optimized.onnx"}) {
     EXPECT_TRUE(fs::exists(path("work/") + file)) << file;
   }
+}
+
+// guide on the classifier, whose proposed XINT8 (+ CLE) misses PSNR > 22 dB (14.2 dB): the plan's recovery
+// ladder measures CLE + bias correction (per layer, then of the whole model) and CLE + AdaRound
+// on the same statistics, keeps the rung that does best and writes it as the quantized model. A second run in the same
+// work dir takes every learned layer from the work dir's store.
+TEST_F(WorkflowRealModel, GuideTriesTheRecoveryLadderAndKeepsTheBestRung) {
+  const std::vector<std::string> args = {"guide", "--model", kModels + "/ppocr_cls.onnx", "--target-accuracy", "psnr>22",
+                                         "--calibration-data", kCalib, "--data", kEval, "--preprocess", "ppocr_cls_rec",
+                                         "--image-size", "48x192", "--work-dir", path("work")};
+  const CliResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;  // no rung reaches 22 dB (at most 20.0)
+  const auto recover_of = [&] {
+    const auto guide = nlohmann::json::parse(read_file(path("work/guide.json"), "guide report"));
+    for (const auto& phase : guide["phases"]) {
+      if (phase["name"] == "recover") return phase["result"];
+    }
+    return nlohmann::json();
+  };
+  const auto recover = recover_of();
+  const auto& trials = recover["trials"];
+  ASSERT_EQ(trials.size(), 4u) << r.out;
+  EXPECT_EQ(trials[0]["algorithms"], nlohmann::json::parse(R"(["cle"])"));
+  EXPECT_EQ(trials[1]["algorithms"], nlohmann::json::parse(R"json(["cle", "bias_correction (layer)"])json"));
+  EXPECT_EQ(trials[1]["corrected_biases"], 53);
+  std::cout << "[ measured ] cls XINT8 + CLE";
+  for (size_t i = 0; i < trials.size(); ++i) std::cout << (i ? ", " : " ") << trials[i]["psnr_db"].get<double>() << " dB";
+  std::cout << "\n";
+  EXPECT_EQ(trials[2]["algorithms"], nlohmann::json::parse(R"json(["cle", "bias_correction (model)"])json"));
+  EXPECT_EQ(trials[3]["algorithms"], nlohmann::json::parse(R"(["cle", "adaround"])"));
+  EXPECT_EQ(trials[3]["learned_layers"], 54);
+  // The kept rung is the best by the target's metric, better than the quantize phase's config.
+  const size_t kept = recover["kept"];
+  ASSERT_GT(kept, 0u);
+  for (const auto& t : trials) EXPECT_LE(t["psnr_db"].get<double>(), trials[kept]["psnr_db"].get<double>());
+  EXPECT_GT(trials[kept]["psnr_db"].get<double>(), trials[0]["psnr_db"].get<double>() + 1);
+  // validate judges the kept rung, and quantized.onnx is its model, written with its config.
+  EXPECT_NE(r.out.find("kept cle + "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("worst output: PSNR " + text_of_db(trials[kept]["psnr_db"].get<double>())), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::is_empty(path("work/learned_weights")));
+  const CliResult again = run_cli(args);
+  ASSERT_EQ(again.exit_code, r.exit_code) << again.out << again.err;
+  const auto rerun = recover_of();
+  EXPECT_EQ(rerun["trials"][3]["learned_layers"], 0);
+  EXPECT_EQ(rerun["trials"][3]["reused_layers"], 54);
+  EXPECT_EQ(rerun["trials"][3]["psnr_db"], trials[3]["psnr_db"]);  // the same weights
 }
 
 }  // namespace

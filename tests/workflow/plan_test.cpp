@@ -225,20 +225,28 @@ TEST_F(PlanTest, AlgorithmRisks) {
 TEST_F(PlanTest, TheRecoveryLadderAddsBiasCorrectionThenAdaRoundToIntegerPresets) {
   const std::string cnn = save(testing::conv_chain(2), "cnn.onnx");
   const QuantPlan npu = make_plan(params(cnn, PlanTarget::kNpuCnn));
-  EXPECT_EQ(npu.recovery_ladder, (std::vector<std::vector<std::string>>{{"bias_correction"}, {"adaround"}}));
-  EXPECT_EQ(decision(npu, "recovery ladder").value, "cle + bias_correction, then cle + adaround");
+  using Ladder = std::vector<std::vector<AlgorithmEntry>>;
+  const AlgorithmEntry per_layer{.name = "bias_correction", .mode = BiasCorrectionMode::kLayer};
+  const AlgorithmEntry whole_model{.name = "bias_correction", .mode = BiasCorrectionMode::kModel};
+  EXPECT_EQ(npu.recovery_ladder, (Ladder{{per_layer}, {whole_model}, {{.name = "adaround"}}}));
+  EXPECT_EQ(decision(npu, "recovery ladder").value,
+            "cle + bias_correction (layer), then cle + bias_correction (model), then cle + adaround");
+  // In the file each rung is the algo_config list it adds.
+  EXPECT_EQ(plan_to_json(npu)["recovery_ladder"],
+            Json::parse(R"([[{"name": "bias_correction", "mode": "layer"}], [{"name": "bias_correction", "mode": "model"}],
+                            [{"name": "adaround"}]])"));
   EXPECT_NE(decision(npu, "recovery ladder").reason.find("adaround: up to 2 layers x 1000 Adam steps"), std::string::npos)
       << decision(npu, "recovery ladder").reason;
   // The rungs are not the plan's own algorithms: the config quantize --plan runs is unchanged.
   EXPECT_EQ(npu.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
 
   const QuantPlan mlp = make_plan(params(save(testing::matmul_chain(2), "mlp.onnx"), PlanTarget::kCpu));
-  EXPECT_EQ(mlp.recovery_ladder, (std::vector<std::vector<std::string>>{{"adaround"}}));  // no bias to correct
+  EXPECT_EQ(mlp.recovery_ladder, (Ladder{{{.name = "adaround"}}}));  // no bias to correct
 
   PlanParams asked = params(cnn, PlanTarget::kCpu);
   asked.algorithms = {"adaquant"};
   const QuantPlan adaquant = make_plan(asked);
-  EXPECT_EQ(adaquant.recovery_ladder, (std::vector<std::vector<std::string>>{{"bias_correction"}}));
+  EXPECT_EQ(adaquant.recovery_ladder, (Ladder{{per_layer}, {whole_model}}));
   save_plan(adaquant, path("adaquant.plan.json"));  // the schema knows adaquant
   EXPECT_EQ(load_plan(path("adaquant.plan.json")), adaquant);
 
@@ -253,8 +261,15 @@ TEST_F(PlanTest, TheRecoveryLadderAddsBiasCorrectionThenAdaRoundToIntegerPresets
   old.erase("recovery_ladder");
   EXPECT_TRUE(plan_from_json(old, "old.plan.json").recovery_ladder.empty());
   Json bad = plan_to_json(npu);
-  bad["recovery_ladder"] = Json::parse(R"([["cle"]])");  // CLE runs before calibration: not a rung
+  bad["recovery_ladder"] = Json::parse(R"([[{"name": "cle"}]])");  // CLE runs before calibration: not a rung
   EXPECT_THROW(plan_from_json(bad, "bad.plan.json"), Error);
+  bad["recovery_ladder"] = Json::parse(R"([[{"name": "adaround", "num_iterations": 0}]])");  // the config's own check
+  try {
+    plan_from_json(bad, "bad.plan.json");
+    ADD_FAILURE() << "0 iterations accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.plan.json (recovery_ladder/0)"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(PlanTest, BatchNormIsFoldedByThePlanItself) {
