@@ -17,6 +17,8 @@
 #include "mixprec/workflow.h"
 #include "mixprec/workflow_report.h"
 #include "support/explore_models.h"
+#include "mixprec/guide.h"
+#include "mixprec/guide_report.h"
 #include "support/html_check.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
@@ -227,6 +229,31 @@ TEST_F(HtmlReportTest, DryRunWorkDirShowsItsTableAndRecommendation) {
   EXPECT_NE(recipe.find("Recommendation: " + r.recommendation.action), std::string::npos);
   EXPECT_EQ(html.find("<section id=\"sensitivity\">"), std::string::npos);  // nothing explored
   EXPECT_NE(html.find("<section id=\"model\">"), std::string::npos);
+}
+
+// guide's recovery ladder is a table in the recipe section: every rung measured, the kept one
+// marked, AdaRound's learned layers counted.
+TEST_F(HtmlReportTest, GuideWorkDirShowsItsRecoveryLadder) {
+  save_model(testing::one_sensitive_layer_model(), path("model.onnx"));
+  GuideParams p;
+  p.setup = testing::test_setup(path("model.onnx"), path("guide"));
+  const GuideReport r = guide(p);
+  write_file_atomically(path("guide/guide.json"), guide_report_to_json(r).dump(2));
+  const RecoverResult* recover = r.result<RecoverResult>();
+  ASSERT_NE(recover, nullptr);
+  ASSERT_EQ(recover->trials.size(), 2u);  // the quantize phase's config, then AdaRound on the two MatMuls
+  const std::string html = html_report(path("guide"), {.model_path = path("model.onnx")});
+  EXPECT_EQ(html_problems(html), std::vector<std::string>{});
+  const std::string recipe = element_by_id(html, "recipe");
+  EXPECT_NE(recipe.find("Recovery ladder on the same statistics"), std::string::npos);
+  EXPECT_NE(recipe.find("<td>no algorithm (quantize)" + std::string(recover->kept == 0 ? " <strong>(kept)</strong>" : "") +
+                        "</td>"),
+            std::string::npos)
+      << recipe;
+  EXPECT_NE(recipe.find("<td>adaround" + std::string(recover->kept == 1 ? " <strong>(kept)</strong>" : "") + "</td>"),
+            std::string::npos)
+      << recipe;
+  EXPECT_NE(recipe.find(std::to_string(recover->trials[1].learned_layers) + " learned, 0 reused"), std::string::npos);
 }
 
 TEST_F(HtmlReportTest, AFolderThatIsNoWorkDirIsBadInputNamingIt) {
