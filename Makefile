@@ -23,6 +23,9 @@ build: setup
 # over the layer-error ranking (two passes to rank, ~log2 steps), and the BF16 budget is lifted
 # because this detector's INT8 error is spread over most of its layers (see the README).
 # guide exits 3 when the final model misses its target: a verdict, not a failure of the demo.
+# --no-recover: the recovery ladder (bias correction, then AdaRound: 19.2 -> 26.3 dB here) costs
+# 5 min, and an exploration from AdaRound re-learns the layers below each lifted one at every
+# step; the README shows the ladder on its own.
 DATA := third_party/data
 DEMO := work/demo
 DET := $(MODELS)/ppocr_det.onnx
@@ -31,7 +34,7 @@ DET_DATA := --preprocess ppocr_det --image-size 320x320
 demo: build
 	rm -rf $(DEMO)
 	$(MIXPREC) guide --model $(DET) --explore --target-accuracy "psnr>30" \
-	  --search bisection --bf16-budget 1 \
+	  --search bisection --bf16-budget 1 --no-recover \
 	  --calibration-data $(DATA)/calib --data $(DATA)/eval $(DET_DATA) --work-dir $(DEMO); \
 	  status=$$?; [ $$status -eq 0 ] || [ $$status -eq 3 ] || exit $$status
 
