@@ -64,14 +64,39 @@ ChannelMaxima measure_channel_maxima(const onnx::ModelProto& model, const std::v
 SmoothQuantSummary smooth_quant(onnx::ModelProto& model, const SmoothQuantSettings& settings, const ChannelMaxima& maxima,
                                 const std::string& label);
 
+// Learned layer weights kept across runs of reconstruct_layers (a search rewrites the same model
+// many times, lifting a few layers each step): by a key that names everything the learned
+// weights depend on (see reconstruct_layers), the weights written back. correct_bias's kModel
+// keeps each layer's bias shift in the same store (as `weights`, keys of its own). find() gives nothing for
+// an unknown key; what it gives must have the weight's element count or it is not used.
+struct LearnedLayer {
+  std::vector<float> weights;  // as written back (W' = s (C - z)), the weight's own order
+  double loss_nearest = 0;     // LayerReconstruction's, when it was learned
+  double loss_learned = 0;
+  size_t changed = 0;
+};
+class LearnedWeightStore {
+ public:
+  virtual ~LearnedWeightStore() = default;
+  virtual std::optional<LearnedLayer> find(const std::string& key) = 0;
+  virtual void store(const std::string& key, const LearnedLayer& layer) = 0;
+};
+
 struct BiasCorrectionOptions {
   BiasCorrectionMode mode = BiasCorrectionMode::kLayer;  // config.h
   SessionOptions session;          // accuracy_session()
   std::vector<size_t> samples;     // indices of `source` to measure on (empty: every sample)
+  // kModel: each layer's applied shift is looked up and kept by a key of the data, the samples
+  // and digests of the layer's output in the quantized and the float model (see correct_bias.cpp);
+  // a level whose layers are all known runs no pass. kLayer (one pass in all) does not use it.
+  LearnedWeightStore* store = nullptr;
+  std::string data;                // what `source` is (its description, files and preprocessing)
 };
 
 struct BiasCorrectionSummary {
   size_t layers = 0;               // biases corrected
+  size_t reused = 0;               // of those, shifts taken from the store
+  size_t passes = 0;               // passes over the samples (the float reference's included)
   BiasCorrectionMode mode = BiasCorrectionMode::kLayer;
   size_t levels = 0;               // rewrite + pass rounds (layers of one level share one)
   size_t damped_channels = 0;      // channels whose correction was limited (see correct_bias.cpp)
@@ -94,22 +119,6 @@ using RewriteFn = std::function<onnx::ModelProto(const onnx::ModelProto& prepare
 BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
                                    const BiasCorrectionOptions& options, const std::string& label);
 
-// Learned layer weights kept across runs of reconstruct_layers (a search rewrites the same model
-// many times, lifting a few layers each step): by a key that names everything the learned
-// weights depend on (see reconstruct_layers), the weights written back. find() gives nothing for
-// an unknown key; what it gives must have the weight's element count or it is not used.
-struct LearnedLayer {
-  std::vector<float> weights;  // as written back (W' = s (C - z)), the weight's own order
-  double loss_nearest = 0;     // LayerReconstruction's, when it was learned
-  double loss_learned = 0;
-  size_t changed = 0;
-};
-class LearnedWeightStore {
- public:
-  virtual ~LearnedWeightStore() = default;
-  virtual std::optional<LearnedLayer> find(const std::string& key) = 0;
-  virtual void store(const std::string& key, const LearnedLayer& layer) = 0;
-};
 
 struct ReconstructionOptions {
   SessionOptions session;          // accuracy_session()

@@ -114,7 +114,7 @@ struct RecoveryTrial {
   double reconstruction_seconds = 0;    // AdaRound / AdaQuant
   size_t learned_layers = 0, reused_layers = 0;
   double bias_correction_seconds = 0;
-  size_t corrected_biases = 0;
+  size_t corrected_biases = 0, reused_biases = 0;  // reused: shifts from the work dir's store
 };
 
 struct RecoverResult {

@@ -18,6 +18,14 @@
 // channels are counted. A Conv/Gemm without bias gets one; a shared bias initializer is left
 // alone, with a note.
 //
+// The store (BiasCorrectionOptions::store, kModel): a layer's applied shift (after damping) is
+// kept under a key of the data, the samples, the layer, and the digests (algorithms::
+// tensor_digests) of its output in the level's quantized model (its quantized input and
+// weights, its bias, everything upstream with the corrections so far) and in the float model.
+// A level whose layers are all known adds their shifts without a pass, and the float
+// reference's pass runs only when some layer has to be measured; a search step that lifts a
+// few layers measures again only the layers below them.
+//
 // Mode kLayer measures each layer alone: a float twin of the layer (its float W and b) reads
 // the tensor the quantized layer's input Q reads, and d[k] is the mean of (twin - quantized
 // layer). One rewrite and one pass for every layer; the shifts of the quantized activation ops
@@ -25,9 +33,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "algorithms/layer_sites.h"
+#include "common/digest.h"
+#include "common/text.h"
 #include "common/timing.h"
 #include "ir/graph_view.h"
 #include "ir/node_builder.h"
@@ -125,30 +136,37 @@ std::vector<Site> find_sites(const onnx::ModelProto& prepared, const onnx::Model
   return sites;
 }
 
-// Adds `shift` (damped) to the bias of node `name` in `model`; creates the bias when absent.
-void add_to_bias(onnx::ModelProto& model, const std::string& name, const std::vector<double>& shift,
-                 const ChannelMoments& reference, const std::string& label, BiasCorrectionSummary& summary) {
+// Adds `shift` to the bias of node `name` in `model`, each channel damped to the reference's
+// limit when `reference` is given; creates the bias when absent. Returns what was added (empty
+// when the bias cannot be written).
+std::vector<float> add_to_bias(onnx::ModelProto& model, const std::string& name, const std::vector<double>& shift,
+                               const ChannelMoments* reference, const std::string& label, BiasCorrectionSummary& summary) {
   onnx::GraphProto& graph = *model.mutable_graph();
   onnx::NodeProto* node = nullptr;
   for (auto& n : *graph.mutable_node()) {
     if (n.name() == name) node = &n;
   }
-  if (!node) return;
+  if (!node) return {};
   const size_t channels = shift.size();
   onnx::TensorProto* proto = nullptr;
   if (node->input_size() >= 3 && !node->input(2).empty()) {
     for (auto& init : *graph.mutable_initializer()) {
       if (init.name() == node->input(2)) proto = &init;
     }
-    if (!proto) return;
+    if (!proto) return {};
   }
   std::vector<float> bias = proto ? tensor_from_proto(*proto, label).to_floats() : std::vector<float>(channels, 0.0f);
-  if (bias.size() != channels) return;
+  if (bias.size() != channels) return {};
+  std::vector<float> added(channels);
   for (size_t c = 0; c < channels; ++c) {
-    const double limit = std::max(std::fabs(static_cast<double>(bias[c])), reference.spread(c));
-    const double applied = std::clamp(shift[c], -limit, limit);
-    if (applied != shift[c]) ++summary.damped_channels;
-    bias[c] = static_cast<float>(bias[c] + applied);
+    double applied = shift[c];
+    if (reference) {
+      const double limit = std::max(std::fabs(static_cast<double>(bias[c])), reference->spread(c));
+      applied = std::clamp(shift[c], -limit, limit);
+      if (applied != shift[c]) ++summary.damped_channels;
+    }
+    added[c] = static_cast<float>(applied);
+    bias[c] += added[c];  // as a stored shift is added back, so a reused shift gives the same bias
   }
   if (proto) {
     const std::vector<int64_t> dims(proto->dims().begin(), proto->dims().end());
@@ -159,6 +177,7 @@ void add_to_bias(onnx::ModelProto& model, const std::string& name, const std::ve
     while (node->input_size() < 2) node->add_input("");
     node->add_input(bias_name);
   }
+  return added;
 }
 
 // Mode kLayer: every site against its float twin in one pass of `quantized`.
@@ -216,7 +235,7 @@ void correct_layer_shifts(onnx::ModelProto& prepared, const onnx::ModelProto& qu
       shift_total += std::fabs(shift[c]);
       ++shift_channels;
     }
-    add_to_bias(prepared, sites[k].node, shift, got_float[k], label, summary);
+    add_to_bias(prepared, sites[k].node, shift, &got_float[k], label, summary);
     ++summary.layers;
   }
 }
@@ -245,21 +264,31 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
   if (options.mode == BiasCorrectionMode::kLayer) {
     correct_layer_shifts(prepared, first, sites, source, indices, options, label, summary, shift_total, shift_channels);
     summary.levels = 1;
+    summary.passes = 1;
     summary.mean_abs_shift = shift_channels ? shift_total / static_cast<double>(shift_channels) : 0;
     summary.seconds = seconds_since(start);
     return summary;
   }
-  // The float model's channel means, once.
-  std::vector<ChannelMoments> reference(sites.size());
-  {
+  // The float model's channel means, before any correction: measured first without a store;
+  // with one, when a layer is first measured, on a copy of the model as it came.
+  std::vector<ChannelMoments> reference;
+  const std::optional<onnx::ModelProto> uncorrected =
+      options.store ? std::optional<onnx::ModelProto>(prepared) : std::nullopt;
+  const auto measure_reference = [&] {
+    reference.assign(sites.size(), ChannelMoments{});
     std::vector<std::string> outputs;
     for (const Site& s : sites) outputs.push_back(s.output);
-    const Session session = Session::from_model(prepared, label, options.session, outputs);
+    const Session session = Session::from_model(uncorrected ? *uncorrected : prepared, label, options.session, outputs);
     for (size_t index : indices) {
       const NamedTensors got = session.run(source.sample(index), outputs);
       for (size_t k = 0; k < sites.size(); ++k) reference[k].add(got.at(k).second, sites[k].channels);
     }
-  }
+    ++summary.passes;
+  };
+  if (!options.store) measure_reference();
+  const std::map<std::string, uint64_t> float_digests =
+      options.store ? algorithms::tensor_digests(prepared, label) : std::map<std::string, uint64_t>{};
+  const std::string samples_text = text::join_each(indices, [](size_t i) { return std::to_string(i); });
   size_t levels = 0;
   for (const Site& s : sites) levels = std::max(levels, s.level + 1);
   for (size_t level = 0; level < levels; ++level) {
@@ -273,7 +302,6 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
     onnx::ModelProto quantized = rewrite(prepared);
     std::set<std::string> tensors;
     for (const auto& n : quantized.graph().node()) tensors.insert(n.output().begin(), n.output().end());
-    std::vector<std::string> outputs;
     for (size_t& k : members) {
       if (!tensors.count(sites[k].output)) {
         summary.notes.push_back("bias_correction: " + sites[k].node + " skipped (the rewrite renamed its output)");
@@ -282,6 +310,33 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
     }
     std::erase(members, sites.size());
     if (members.empty()) continue;
+    // Layers whose shift the store knows get it now; the others are measured in one pass.
+    std::map<size_t, std::string> keys;
+    if (options.store) {
+      const std::map<std::string, uint64_t> digests = algorithms::tensor_digests(quantized, label);
+      for (size_t k : members) {
+        Fnv1a key;
+        for (const std::string& part : {std::string("bias_correction-model-1"), options.data, samples_text, sites[k].node,
+                                        std::to_string(digests.at(sites[k].output)),
+                                        std::to_string(float_digests.at(sites[k].output))}) {
+          key.add(part);
+        }
+        keys[k] = key.hex();
+      }
+      std::erase_if(members, [&](size_t k) {
+        const std::optional<LearnedLayer> known = options.store->find(keys[k]);
+        if (!known || known->weights.size() != static_cast<size_t>(sites[k].channels)) return false;
+        const std::vector<double> shift(known->weights.begin(), known->weights.end());
+        if (add_to_bias(prepared, sites[k].node, shift, nullptr, label, summary).empty()) return false;
+        summary.damped_channels += known->changed;
+        ++summary.layers;
+        ++summary.reused;
+        return true;
+      });
+      if (members.empty()) continue;
+    }
+    if (reference.empty()) measure_reference();
+    std::vector<std::string> outputs;
     for (size_t k : members) outputs.push_back(sites[k].output);
     const Session session =
         Session::from_model(algorithms::upstream_of(std::move(quantized), outputs, label), label, options.session, outputs);
@@ -290,6 +345,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
       const NamedTensors got = session.run(source.sample(index), outputs);
       for (size_t m = 0; m < members.size(); ++m) measured[m].add(got.at(m).second, sites[members[m]].channels);
     }
+    ++summary.passes;
     for (size_t m = 0; m < members.size(); ++m) {
       const Site& site = sites[members[m]];
       const ChannelMoments& want = reference[members[m]];
@@ -300,8 +356,13 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
         shift_total += std::fabs(shift[c]);
         ++shift_channels;
       }
-      add_to_bias(prepared, site.node, shift, want, label, summary);
+      const size_t damped_before = summary.damped_channels;
+      std::vector<float> added = add_to_bias(prepared, site.node, shift, &want, label, summary);
       ++summary.layers;
+      if (options.store && !added.empty()) {
+        options.store->store(keys.at(members[m]),
+                             {.weights = std::move(added), .changed = summary.damped_channels - damped_before});
+      }
     }
   }
   summary.levels = levels;

@@ -54,7 +54,13 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
   }
   if (recipe.bias_correction) {
     run.bias_correction =
-        correct_bias(prepared, rewrite, *source, {.mode = *recipe.bias_correction, .session = session, .samples = subset}, label);
+        correct_bias(prepared, rewrite, *source,
+                     {.mode = *recipe.bias_correction,
+                      .session = session,
+                      .samples = subset,
+                      .store = store,
+                      .data = store ? data_identity(data, *source) : std::string()},
+                     label);
     run.changed = run.changed || run.bias_correction->layers > 0;
   }
   return run;

@@ -6,9 +6,10 @@
 //   Before:  prepared (float), rewrite(prepared) = the quantized model with nearest codes
 //   After:   prepared with learned weights and corrected biases; rewrite(prepared) is the model
 //
-// AdaRound's learned weights can be kept in a LearnedWeightStore: the work dir's
-// (learned_weights/, one file per layer and key) or one in memory. A search's steps then learn
-// only the layers whose upstream or format changed since a step before.
+// AdaRound's learned weights, and the whole-model bias correction's shifts, can be kept in a
+// LearnedWeightStore: the work dir's (learned_weights/, one file per layer and key) or one in
+// memory. A search's steps then learn or measure only the layers whose upstream or format
+// changed since a step before.
 #pragma once
 
 #include <filesystem>

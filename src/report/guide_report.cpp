@@ -143,7 +143,9 @@ Lines lines_of(const RecoverResult& r) {
                       std::to_string(t.reused_layers) + " in " + fixed(t.reconstruction_seconds) + " s");
     }
     if (t.corrected_biases > 0) {
-      parts.push_back(std::to_string(t.corrected_biases) + " biases corrected in " + fixed(t.bias_correction_seconds) + " s");
+      parts.push_back(std::to_string(t.corrected_biases) + " biases corrected" +
+                      (t.reused_biases ? " (" + std::to_string(t.reused_biases) + " reused)" : "") + " in " +
+                      fixed(t.bias_correction_seconds) + " s");
     }
     if (!parts.empty()) line += " (" + text::join(parts, "; ") + ")";
     lines.push_back(line);
@@ -329,7 +331,8 @@ Json json_of(const RecoverResult& r) {
                       {"learned_layers", t.learned_layers},
                       {"reused_layers", t.reused_layers},
                       {"bias_correction_seconds", t.bias_correction_seconds},
-                      {"corrected_biases", t.corrected_biases}});
+                      {"corrected_biases", t.corrected_biases},
+                      {"reused_biases", t.reused_biases}});
   }
   return {{"needed", r.needed}, {"skipped", r.skipped}, {"trials", trials}, {"kept", r.kept},
           {"model", r.model_path}, {"config", r.config_path}};

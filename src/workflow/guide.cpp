@@ -283,6 +283,7 @@ class Guide {
       if (run.bias_correction) {
         row.bias_correction_seconds = run.bias_correction->seconds;
         row.corrected_biases = run.bias_correction->layers;
+        row.reused_biases = run.bias_correction->reused;
       }
       result.trials.push_back(std::move(row));
       if (better(e, quantized)) {

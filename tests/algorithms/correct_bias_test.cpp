@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "mixprec/algorithms.h"
 #include "mixprec/tensor_proto.h"
@@ -83,11 +86,11 @@ onnx::ModelProto two_layers(float b1, float b2) {
 
 // Both weights through DequantizeLinear: conv1's as code 5 at scale 0.25 (1.25), conv2's as
 // code 4 (exactly 1); the biases are the prepared model's.
-onnx::ModelProto two_layers_quantized(const onnx::ModelProto& prepared) {
+onnx::ModelProto two_layers_quantized_with(const onnx::ModelProto& prepared, int8_t code2) {
   return ModelBuilder()
       .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
       .add_initializer_i8("w1_q", {1, 1, 1, 1}, {5})
-      .add_initializer_i8("w2_q", {1, 1, 1, 1}, {4})
+      .add_initializer_i8("w2_q", {1, 1, 1, 1}, {code2})
       .add_initializer("w_scale", {}, {0.25f})
       .add_initializer("b1", {1}, {bias_of(prepared, "b1")})
       .add_initializer("b2", {1}, {bias_of(prepared, "b2")})
@@ -98,6 +101,21 @@ onnx::ModelProto two_layers_quantized(const onnx::ModelProto& prepared) {
       .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
       .build();
 }
+onnx::ModelProto two_layers_quantized(const onnx::ModelProto& prepared) { return two_layers_quantized_with(prepared, 4); }
+
+// A store in a map, counting what it was asked.
+class MapStore : public LearnedWeightStore {
+ public:
+  std::optional<LearnedLayer> find(const std::string& key) override {
+    const auto it = layers_.find(key);
+    return it == layers_.end() ? std::nullopt : std::optional<LearnedLayer>(it->second);
+  }
+  void store(const std::string& key, const LearnedLayer& layer) override { layers_[key] = layer; }
+  size_t size() const { return layers_.size(); }
+
+ private:
+  std::map<std::string, LearnedLayer> layers_;
+};
 
 TEST(AlgorithmsBiasCorrection, HandWorkedShift) {
   // Quantized weight 1.25 (code 5): y - y' = -0.25 x. Samples x = [1, 2, 3, 6] and
@@ -145,6 +163,44 @@ TEST(AlgorithmsBiasCorrection, DownstreamIsMeasuredAfterTheUpstreamCorrection) {
   EXPECT_EQ(correct_bias(alone, two_layers_quantized, samples, {.mode = BiasCorrectionMode::kLayer}, "test").levels, 1u);
   EXPECT_FLOAT_EQ(bias_of(alone, "b1"), -0.5f);
   EXPECT_FLOAT_EQ(bias_of(alone, "b2"), 0.0f);
+}
+
+// The whole-model mode keeps each layer's shift by the digests of its quantized and float
+// output: a second run takes both from the store without a pass; changing conv2's weight codes
+// measures conv2 again (its quantized output changed), not conv1 (whose output did not).
+TEST(AlgorithmsBiasCorrection, TheStoreMeasuresAgainOnlyTheLayersWhoseQuantizedOutputChanged) {
+  const FixedSamples samples({{1, 2, 3, 6}, {-1, 0, 1, 4}});
+  MapStore store;
+  const BiasCorrectionOptions options{.mode = BiasCorrectionMode::kModel, .store = &store, .data = "two fixed samples"};
+  onnx::ModelProto first = two_layers(0.0f, 0.0f);
+  const BiasCorrectionSummary measured = correct_bias(first, two_layers_quantized, samples, options, "test");
+  EXPECT_EQ(measured.reused, 0u);
+  EXPECT_EQ(measured.passes, 3u);  // the float reference, then one per level
+  EXPECT_EQ(store.size(), 2u);
+
+  onnx::ModelProto again = two_layers(0.0f, 0.0f);
+  const BiasCorrectionSummary reused = correct_bias(again, two_layers_quantized, samples, options, "test");
+  EXPECT_EQ(reused.layers, 2u);
+  EXPECT_EQ(reused.reused, 2u);
+  EXPECT_EQ(reused.passes, 0u);
+  EXPECT_EQ(bias_of(again, "b1"), bias_of(first, "b1"));  // bit for bit
+  EXPECT_EQ(bias_of(again, "b2"), bias_of(first, "b2"));
+
+  // conv2 stored as code 5 (1.25): its input's mean is the float mean 2 after conv1's
+  // correction, so its shift is -0.25 * 2 = -0.5 (spread 2.12: not damped).
+  const RewriteFn coarser = [](const onnx::ModelProto& prepared) { return two_layers_quantized_with(prepared, 5); };
+  onnx::ModelProto changed = two_layers(0.0f, 0.0f);
+  const BiasCorrectionSummary partly = correct_bias(changed, coarser, samples, options, "test");
+  EXPECT_EQ(partly.reused, 1u);
+  EXPECT_EQ(partly.passes, 2u);  // the reference, then conv2's level
+  EXPECT_FLOAT_EQ(bias_of(changed, "b1"), -0.5f);
+  EXPECT_FLOAT_EQ(bias_of(changed, "b2"), -0.5f);
+
+  // Other data: nothing is reused.
+  onnx::ModelProto other = two_layers(0.0f, 0.0f);
+  BiasCorrectionOptions other_data = options;
+  other_data.data = "other samples";
+  EXPECT_EQ(correct_bias(other, two_layers_quantized, samples, other_data, "test").reused, 0u);
 }
 
 TEST(AlgorithmsBiasCorrection, NothingQuantizedIsANote) {
