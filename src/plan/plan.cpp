@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <string_view>
 
 #include "common/text.h"
 #include "mixprec/devices.h"
@@ -301,7 +302,7 @@ class Planner {
         for (const auto& a : kAlgorithms) names.emplace_back(a.name);
         throw_bad_input(params_.setup.model_path, "unknown --algorithm '" + requested + "' (known: " + text::join(names) + ")");
       }
-      if (std::ranges::find(plan_.algorithms, requested) != plan_.algorithms.end()) continue;
+      if (listed(requested)) continue;
       plan_.algorithms.push_back(requested);
       reasons.push_back("--algorithm " + requested);
       if (!row->implemented) {
@@ -309,33 +310,26 @@ class Planner {
                                  "(another tool may run it)");
       }
     }
-    const auto listed = [&](const char* name) { return std::ranges::find(plan_.algorithms, name) != plan_.algorithms.end(); };
     if (listed("adaround") && listed("adaquant")) {
       throw_bad_input(params_.setup.model_path,
                       "--algorithm adaround and adaquant both learn the weights' codes: request one of them");
     }
     for (const char* name : {"adaround", "adaquant"}) {
       if (!listed(name)) continue;
-      int64_t layers = 0;
-      for (const OpCount& op : analysis_.op_histogram) {
-        if (op.op_type == "Conv" || op.op_type == "Gemm" || op.op_type == "MatMul") layers += op.count;
-      }
+      const int64_t layers = op_count({"Conv", "Gemm", "MatMul"});
       const ReconstructionSettings settings = default_reconstruction(*reconstruction_method_names().from_name(name));
       reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " Conv/Gemm/MatMul layers x " +
                         std::to_string(settings.iterations) + " Adam steps, plus one rewrite and one calibration pass per "
                         "level of layers (" + kReconstructionCostExample + ")");
     }
     if (listed("smoothquant")) {
-      int64_t matmuls = 0;
-      for (const OpCount& op : analysis_.op_histogram) {
-        if (op.op_type == "Gemm" || op.op_type == "MatMul") matmuls += op.count;
-      }
+      const int64_t matmuls = op_count({"Gemm", "MatMul"});
       reasons.push_back("smoothquant cost: one float pass over the calibration samples for the activation ranges of up to " +
                         std::to_string(matmuls) + " MatMul/Gemm layers, then exact weight rescaling" +
                         (matmuls == 0 ? " (the model has none: it will be a note, not a change)" : ""));
     }
     const bool transformer_like = plan_.architecture == Architecture::kTransformer || plan_.architecture == Architecture::kHybrid;
-    if (transformer_like && std::ranges::find(plan_.algorithms, "cle") != plan_.algorithms.end()) {
+    if (transformer_like && listed("cle")) {
       risk("high", std::string("cle on a ") + to_string(plan_.architecture) +
                        ": equalization assumes piecewise-linear activations between layers; LayerNorm, Softmax and "
                        "GELU break that and the rescaling can hurt accuracy");
@@ -354,23 +348,15 @@ class Planner {
   // top of the plan's algorithms, only where the preset quantizes to integer codes and the
   // algorithm is not already listed.
   void decide_recovery_ladder() {
-    const auto listed = [&](const char* name) { return std::ranges::find(plan_.algorithms, name) != plan_.algorithms.end(); };
-    const auto count = [&](std::initializer_list<const char*> ops) {
-      int64_t n = 0;
-      for (const OpCount& op : analysis_.op_histogram) {
-        if (std::ranges::find(ops, op.op_type) != ops.end()) n += op.count;
-      }
-      return n;
-    };
     const bool integer = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_qdq; });
     std::vector<std::string> reasons;
-    if (integer && count({"Conv", "Gemm"}) > 0 && !listed("bias_correction")) {
+    if (integer && op_count({"Conv", "Gemm"}) > 0 && !listed("bias_correction")) {
       for (BiasCorrectionMode mode : {BiasCorrectionMode::kLayer, BiasCorrectionMode::kModel}) {
         plan_.recovery_ladder.push_back({{.name = "bias_correction", .mode = mode}});
       }
       reasons.emplace_back("bias correction: a few passes over the calibration samples per rung");
     }
-    const int64_t layers = count({"Conv", "Gemm", "MatMul"});
+    const int64_t layers = op_count({"Conv", "Gemm", "MatMul"});
     if (integer && layers > 0 && !listed("adaround") && !listed("adaquant")) {
       plan_.recovery_ladder.push_back({{.name = "adaround"}});
       reasons.push_back("adaround: up to " + std::to_string(layers) + " layers x " +
@@ -390,11 +376,22 @@ class Planner {
            "one evaluation each, after the algorithm itself), keeps the best and explores from it; cost: " +
            text::join(reasons, "; "));
   }
+  bool listed(std::string_view algorithm) const {
+    return std::ranges::find(plan_.algorithms, algorithm) != plan_.algorithms.end();
+  }
+  // Nodes of the model of these op types.
+  int64_t op_count(std::initializer_list<const char*> op_types) const {
+    int64_t n = 0;
+    for (const OpCount& op : analysis_.op_histogram) {
+      if (std::ranges::find(op_types, op.op_type) != op_types.end()) n += op.count;
+    }
+    return n;
+  }
   // A config holding only the plan's algo_config entries (build_config's order).
   QuantConfig plan_config_algorithms() const {
     QuantConfig config;
     for (const std::string& name : algorithm_names()) {
-      if (std::ranges::find(plan_.algorithms, name) != plan_.algorithms.end()) config.algorithms.push_back({.name = name});
+      if (listed(name)) config.algorithms.push_back({.name = name});
     }
     return config;
   }
@@ -463,7 +460,7 @@ class Planner {
     QuantConfig config = preset_;
     config.extra.calib_method = plan_.calib_method;
     config.extra.num_calib_samples = plan_.calibration_samples;
-    config.extra.convert_bn_to_conv = std::ranges::find(plan_.algorithms, "fold_batchnorm") != plan_.algorithms.end();
+    config.extra.convert_bn_to_conv = listed("fold_batchnorm");
     config.extra.op_types_to_quantize = plan_.include_op_types;
     for (const auto& name : plan_.exclude_node_names) config.exclude.node_names.push_back(exact_regex(name));
     // The algorithms stage's entries, in the order they run (fold_batchnorm is ConvertBNToConv above).
