@@ -110,7 +110,7 @@ struct BiasCorrectionSummary {
 // options bound in); it must keep node names and the names of the Conv/Gemm outputs.
 using RewriteFn = std::function<onnx::ModelProto(const onnx::ModelProto& prepared)>;
 
-// Bias correction (algorithms/correct_bias.cpp): for every Conv/Gemm of `prepared` with float
+// Bias correction (algorithms/correct_bias.cpp): for every Conv/ConvTranspose/Gemm of `prepared` with float
 // initializer weights that rewrite(prepared) quantizes, the mean over samples, batch and
 // spatial axes of (float output - quantized output) on `source` is added to that node's bias in
 // `prepared` (a layer without bias gets one). kModel: the models' outputs, level by level with
@@ -158,7 +158,7 @@ struct ReconstructionSummary {
 };
 
 // AdaRound / AdaQuant (algorithms/adaround.cpp, adaquant.cpp over layer_reconstruction.cpp):
-// for every Conv/Gemm/MatMul of `prepared` whose float initializer weight rewrite(prepared)
+// for every Conv/ConvTranspose/Gemm/MatMul of `prepared` whose float initializer weight rewrite(prepared)
 // stores as integer codes, the codes minimising ||W_q X^ - W X||^2 on the layer's input X^ in the
 // quantized model (level by level, the upstream layers' learned codes already in place; X the
 // float model's input with ReconstructionTarget::kFloatOutput, X^ itself otherwise) are

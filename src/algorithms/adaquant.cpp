@@ -1,8 +1,8 @@
 // adaquant: AdaQuant (Hubara et al. 2021, "Accurate Post Training Quantization With Small
 // Calibration Sets") as the RoundingModel of layer_reconstruction.cpp.
 //
-//   Before:  prepared:  x → Conv/Gemm/MatMul(W) → y;   the rewrite stores round(W / s) + z
-//   After:   prepared:  x → Conv/Gemm/MatMul(W') → y,  W' = s (round(P / s) + z - z) with P
+//   Before:  prepared:  x → Conv/ConvT/Gemm/MatMul(W) → y;   the rewrite stores round(W / s) + z
+//   After:   prepared:  x → Conv/ConvT/Gemm/MatMul(W') → y,  W' = s (round(P / s) + z - z) with P
 //            the weights optimised to minimise ||W_q X - W X||^2 on the layer's quantized
 //            input X; the scale s stays the original weight's (its range elements are pinned).
 //

@@ -1,8 +1,8 @@
 // adaround: adaptive rounding (Nagel et al. 2020, "Up or Down? Adaptive Rounding for
 // Post-Training Quantization") as the RoundingModel of layer_reconstruction.cpp.
 //
-//   Before:  prepared:  x → Conv/Gemm/MatMul(W) → y;   the rewrite stores round(W / s) + z
-//   After:   prepared:  x → Conv/Gemm/MatMul(W') → y,  W' = s (floor(W / s) + z + b - z),
+//   Before:  prepared:  x → Conv/ConvT/Gemm/MatMul(W) → y;   the rewrite stores round(W / s) + z
+//   After:   prepared:  x → Conv/ConvT/Gemm/MatMul(W') → y,  W' = s (floor(W / s) + z + b - z),
 //            b in {0, 1} per weight learned to minimise ||W_q X - W X||^2 on the layer's
 //            quantized input X, so every code is within one step of nearest rounding.
 //

@@ -1,4 +1,5 @@
-// correct_bias: empirical bias correction (Nagel et al. 2019, section 4.2) of Conv and Gemm.
+// correct_bias: empirical bias correction (Nagel et al. 2019, section 4.2) of Conv,
+// ConvTranspose and Gemm.
 //
 //   Before:  prepared:  x → Conv(W, b) → y            quantized = rewrite(prepared):  ... → Conv(DQ(Wq), b') → y'
 //   After:   prepared:  x → Conv(W, b + d) → y,
@@ -15,7 +16,7 @@
 // (Mul, Add, pooling, ...) add, which only the next biases can take back. The float outputs'
 // channel means are measured once. The limit damps a correction that is large against both the
 // bias and the channel's own spread (a sign the mean was measured on too little data); limited
-// channels are counted. A Conv/Gemm without bias gets one; a shared bias initializer is left
+// channels are counted. A layer without bias gets one; a shared bias initializer is left
 // alone, with a note.
 //
 // The store (BiasCorrectionOptions::store, kModel): a layer's applied shift (after damping) is
@@ -106,13 +107,14 @@ std::string unquantized(const ir::GraphView& view, const std::string& name) {
 
 int64_t output_channels(const onnx::NodeProto& node, const onnx::TensorProto& weight) {
   if (node.op_type() == "Conv") return weight.dims(0);
+  if (node.op_type() == "ConvTranspose") return weight.dims(1) * ir::int_attribute(node, "group").value_or(1);
   const bool trans_b = ir::int_attribute(node, "transB").value_or(0) != 0;
   return trans_b ? weight.dims(0) : weight.dims(1);
 }
 
-constexpr const char* kCorrectedOps[] = {"Conv", "Gemm"};
+constexpr const char* kCorrectedOps[] = {"Conv", "ConvTranspose", "Gemm"};
 
-// The layers to correct: Conv/Gemm of `prepared` with float initializer weights (and a private
+// The layers to correct: Conv/ConvTranspose/Gemm of `prepared` with float initializer weights (and a private
 // bias, if any) that `quantized` quantizes (an input read through DequantizeLinear), with
 // their levels.
 std::vector<Site> find_sites(const onnx::ModelProto& prepared, const onnx::ModelProto& quantized,
@@ -255,7 +257,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
   const onnx::ModelProto first = rewrite(prepared);
   const std::vector<Site> sites = find_sites(prepared, first, label, summary.notes);
   if (sites.empty()) {
-    summary.notes.push_back("bias_correction: no quantized Conv/Gemm with float weights: nothing corrected");
+    summary.notes.push_back("bias_correction: no quantized Conv/ConvTranspose/Gemm with float weights: nothing corrected");
     summary.seconds = seconds_since(start);
     return summary;
   }

@@ -1,8 +1,8 @@
 // layer_reconstruction: the driver of AdaRound and AdaQuant (reconstruct_layers) and the loop
 // they share (optimize_group). See layer_reconstruction.h for the loss.
 //
-//   Before:  prepared:  x → Conv/Gemm/MatMul(W) → y      quantized = rewrite(prepared) stores codes of W
-//   After:   prepared:  x → Conv/Gemm/MatMul(W') → y     W' = s (C - z), C the learned codes
+//   Before:  prepared:  x → Conv/ConvTranspose/Gemm/MatMul(W) → y   quantized = rewrite(prepared) stores codes of W
+//   After:   prepared:  x → Conv/ConvTranspose/Gemm/MatMul(W') → y  W' = s (C - z), C the learned codes
 //
 // Layers go level by level in data-flow order (algorithms/layer_sites.h): one rewrite of
 // `prepared` with every upstream layer's learned weights already in place and one pass over the
@@ -12,7 +12,10 @@
 // as it was before any write-back runs beside it, and its input of the layer at the same
 // positions is the reference (config.h). The pass feeds the layer's input through the same
 // im2col as the Conv (groups, strides, pads, auto_pad, dilations; 1-D and 2-D) into the Gram
-// matrices G = X X^T / columns, one per group, accumulated in double.
+// matrices G = X X^T / columns, one per group, accumulated in double. A ConvTranspose is the
+// same problem with its weight read as [C_out / groups, C_in / groups x taps] per group and its
+// im2col gathering, for each output position, the input each tap scatters there (explicit pads
+// and output_padding; output_shape and auto_pad SAME_* are skipped with a note).
 //
 // Subsampling: a sample contributes at most max(kMinColumnsPerSample, kMaxColumns / samples)
 // columns (output positions x batch for Conv, rows for Gemm/MatMul); above that it contributes
@@ -140,12 +143,12 @@ namespace {
 using algorithms::GroupProblem;
 using algorithms::Matrix;
 
-constexpr const char* kReconstructedOps[] = {"Conv", "Gemm", "MatMul"};
+constexpr const char* kReconstructedOps[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
 constexpr size_t kMaxColumns = size_t{1} << 17;
 constexpr size_t kMinColumnsPerSample = 256;
 constexpr uint64_t kSubsetSeed = 0x5eed'ada0'0000'0012ull;
 
-enum class LayerKind { kConv, kGemm, kMatMul };
+enum class LayerKind { kConv, kConvTranspose, kGemm, kMatMul };
 
 // How a layer's weight maps onto [rows x cols] per group, and its input onto columns.
 struct LayerShape {
@@ -154,20 +157,35 @@ struct LayerShape {
   int64_t outputs = 0;  // rows over all groups
   int64_t cols = 0;     // per group
   bool trans_a = false, trans_b = false;
-  // Conv, as 2-D (a 1-D Conv has a kernel of height 1).
+  // Conv and ConvTranspose, as 2-D (a 1-D one has a kernel of height 1). channels_per_group
+  // counts input channels.
   int64_t channels_per_group = 0;
   int64_t kernel[2] = {1, 1}, strides[2] = {1, 1}, dilations[2] = {1, 1};
   int64_t pads[4] = {0, 0, 0, 0};  // begin h, begin w, end h, end w
+  int64_t output_padding[2] = {0, 0};  // ConvTranspose
   std::string auto_pad = "NOTSET";
   size_t spatial = 2;  // 1 or 2
 
+  bool convolution() const { return kind == LayerKind::kConv || kind == LayerKind::kConvTranspose; }
   int64_t rows() const { return outputs / groups; }
-  // The flat index in the weight tensor of (group, row, col).
+  // The flat index in the weight tensor of (group, row, col). A ConvTranspose weight is
+  // [C_in, C_out / groups, k...]: row r of group g is output channel g * rows + r, column c is
+  // (input channel of the group, kernel position).
   size_t weight_index(int64_t g, int64_t r, int64_t c) const {
+    if (kind == LayerKind::kConvTranspose) {
+      const int64_t taps = kernel[0] * kernel[1];
+      return static_cast<size_t>(((g * channels_per_group + c / taps) * rows() + r) * taps + c % taps);
+    }
     const int64_t o = g * rows() + r;
     if (kind == LayerKind::kConv || (kind == LayerKind::kGemm && trans_b)) return static_cast<size_t>(o * cols + c);
     return static_cast<size_t>(c * outputs + o);  // B [K, N]
   }
+  // The channel of the weight's per-channel grid that (group, row) is on: a ConvTranspose's
+  // axis 1 has C_out / groups channels, shared by the groups.
+  size_t grid_channel(int64_t g, int64_t r) const {
+    return static_cast<size_t>(kind == LayerKind::kConvTranspose ? r : g * rows() + r);
+  }
+  size_t grid_channels() const { return static_cast<size_t>(kind == LayerKind::kConvTranspose ? rows() : outputs); }
 };
 
 std::vector<int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
@@ -194,23 +212,26 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
       return std::nullopt;
     }
   }
-  if (node.op_type() == "Conv") {
-    shape.kind = LayerKind::kConv;
+  if (node.op_type() == "Conv" || node.op_type() == "ConvTranspose") {
+    const bool transposed = node.op_type() == "ConvTranspose";
+    shape.kind = transposed ? LayerKind::kConvTranspose : LayerKind::kConv;
     if (dims.size() != 3 && dims.size() != 4) {
-      why = "a Conv with " + std::to_string(dims.size() - 2) + " spatial dimensions (1 and 2 are handled)";
+      why = "a " + node.op_type() + " with " + std::to_string(static_cast<int64_t>(dims.size()) - 2) +
+            " spatial dimensions (1 and 2 are handled)";
       return std::nullopt;
     }
     shape.groups = ir::int_attribute(node, "group").value_or(1);
     if (shape.groups < 1 || dims[0] % shape.groups != 0) {
-      why = "its group count does not divide its output channels";
+      why = transposed ? "its group count does not divide its input channels"
+                       : "its group count does not divide its output channels";
       return std::nullopt;
     }
-    shape.outputs = dims[0];
-    shape.channels_per_group = dims[1];
+    shape.outputs = transposed ? dims[1] * shape.groups : dims[0];
+    shape.channels_per_group = transposed ? dims[0] / shape.groups : dims[1];
     shape.spatial = dims.size() - 2;
     const size_t first = 2 - shape.spatial;  // a 1-D Conv fills the width slot
     for (size_t i = 0; i < shape.spatial; ++i) shape.kernel[first + i] = dims[2 + i];
-    shape.cols = dims[1] * shape.kernel[0] * shape.kernel[1];
+    shape.cols = shape.channels_per_group * shape.kernel[0] * shape.kernel[1];
     const auto fill = [&](const std::string& name, int64_t* out, size_t count_per_side, bool two_sided) {
       const std::vector<int64_t> v = ints_attribute(node, name);
       if (v.empty()) return true;
@@ -222,11 +243,24 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
       return true;
     };
     if (!fill("strides", shape.strides, shape.spatial, false) || !fill("dilations", shape.dilations, shape.spatial, false) ||
-        !fill("pads", shape.pads, shape.spatial, true)) {
-      why = "its strides, dilations or pads do not match its kernel's rank";
+        !fill("pads", shape.pads, shape.spatial, true) ||
+        !fill("output_padding", shape.output_padding, shape.spatial, false)) {
+      why = "its strides, dilations, pads or output_padding do not match its kernel's rank";
       return std::nullopt;
     }
+    for (size_t d = 0; d < 2; ++d) {
+      if (shape.strides[d] < 1 || shape.dilations[d] < 1) {
+        why = "its strides and dilations must be positive";
+        return std::nullopt;
+      }
+    }
     shape.auto_pad = string_attribute(node, "auto_pad", "NOTSET");
+    if (transposed && (!ints_attribute(node, "output_shape").empty() ||
+                       (shape.auto_pad != "NOTSET" && shape.auto_pad != "VALID"))) {
+      why = "a ConvTranspose with output_shape or auto_pad " + shape.auto_pad +
+            " (explicit pads and output_padding are handled)";
+      return std::nullopt;
+    }
     return shape;
   }
   if (dims.size() != 2) {
@@ -281,7 +315,12 @@ std::optional<std::array<int64_t, 3>> conv_positions(const LayerShape& shape, co
   std::array<int64_t, 3> out = {dims[0], 0, 0};
   for (int d = 0; d < 2; ++d) {
     const int64_t reach = shape.dilations[d] * (shape.kernel[d] - 1) + 1;
-    if (shape.auto_pad == "SAME_UPPER" || shape.auto_pad == "SAME_LOWER") {
+    if (shape.kind == LayerKind::kConvTranspose) {  // NOTSET or VALID (layer_shape)
+      const bool valid = shape.auto_pad == "VALID";
+      begin[d] = valid ? 0 : shape.pads[d];
+      out[1 + d] = shape.strides[d] * (in[d] - 1) + shape.output_padding[d] + reach -
+                   (valid ? 0 : shape.pads[d] + shape.pads[2 + d]);
+    } else if (shape.auto_pad == "SAME_UPPER" || shape.auto_pad == "SAME_LOWER") {
       out[1 + d] = (in[d] + shape.strides[d] - 1) / shape.strides[d];
       const int64_t total = std::max<int64_t>(0, (out[1 + d] - 1) * shape.strides[d] + reach - in[d]);
       begin[d] = shape.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
@@ -292,11 +331,28 @@ std::optional<std::array<int64_t, 3>> conv_positions(const LayerShape& shape, co
       out[1 + d] = padded >= reach ? (padded - reach) / shape.strides[d] + 1 : 0;
     }
   }
-  if (out[0] * out[1] * out[2] <= 0) return std::nullopt;
+  if (out[0] <= 0 || out[1] <= 0 || out[2] <= 0) return std::nullopt;
   return out;
 }
 
-// The columns of group `g` at `chosen` positions of the Conv input `values` (im2col).
+// The input position that kernel tap `k` of output position `o` reads along axis `d`, or -1
+// (padding). Conv: o s - begin + k dil. ConvTranspose scatters input i to i s - begin + k dil,
+// so output o reads i = (o + begin - k dil) / s where that divides.
+int64_t input_index(const LayerShape& shape, int d, int64_t o, int64_t begin, int64_t k, int64_t extent) {
+  int64_t i = 0;
+  if (shape.kind == LayerKind::kConvTranspose) {
+    const int64_t scattered = o + begin - k * shape.dilations[d];
+    if (scattered < 0 || scattered % shape.strides[d] != 0) return -1;
+    i = scattered / shape.strides[d];
+  } else {
+    i = o * shape.strides[d] - begin + k * shape.dilations[d];
+  }
+  return i >= 0 && i < extent ? i : -1;
+}
+
+// The columns of group `g` at `chosen` positions of the Conv (or ConvTranspose) input `values`
+// (im2col: row (input channel, kernel tap) of column p is what that tap multiplies at output
+// position p).
 Eigen::MatrixXf conv_columns(const LayerShape& shape, const Shape& dims, std::span<const float> values,
                              const std::array<int64_t, 3>& out, const int64_t begin[2], const std::vector<int64_t>& chosen,
                              int64_t g) {
@@ -314,11 +370,10 @@ Eigen::MatrixXf conv_columns(const LayerShape& shape, const Shape& dims, std::sp
     for (int64_t c = 0; c < cg; ++c) {
       const float* plane = values.data() + ((n * channels + g * cg + c) * in_h) * in_w;
       for (int64_t kh = 0; kh < shape.kernel[0]; ++kh) {
-        const int64_t ih = oh * shape.strides[0] - begin[0] + kh * shape.dilations[0];
+        const int64_t ih = input_index(shape, 0, oh, begin[0], kh, in_h);
         for (int64_t kw = 0; kw < shape.kernel[1]; ++kw, ++row) {
-          const int64_t iw = ow * shape.strides[1] - begin[1] + kw * shape.dilations[1];
-          const bool inside = ih >= 0 && ih < in_h && iw >= 0 && iw < in_w;
-          columns(row, static_cast<Eigen::Index>(j)) = inside ? plane[ih * in_w + iw] : 0.0f;
+          const int64_t iw = input_index(shape, 1, ow, begin[1], kw, in_w);
+          columns(row, static_cast<Eigen::Index>(j)) = ih >= 0 && iw >= 0 ? plane[ih * in_w + iw] : 0.0f;
         }
       }
     }
@@ -358,7 +413,7 @@ bool add_sample(const LayerShape& shape, const Tensor& x, const Tensor* referenc
     add_product(quantized, *floats, sums.cross[g]);
     add_product(*floats, *floats, sums.reference[g]);
   };
-  if (shape.kind != LayerKind::kConv) {
+  if (!shape.convolution()) {
     if (dims.empty()) return false;
     int64_t rows = 0;
     if (shape.kind == LayerKind::kGemm && shape.trans_a) {
@@ -405,11 +460,11 @@ std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vec
   // The pinned elements: per grid channel (output row, or the whole tensor).
   std::vector<float> fixed(weight.size(), 0.0f);
   {
-    const size_t channels = per_channel ? static_cast<size_t>(shape.outputs) : 1;
+    const size_t channels = per_channel ? shape.grid_channels() : 1;
     std::vector<size_t> low(channels, SIZE_MAX), high(channels, SIZE_MAX);
     for (int64_t g = 0; g < shape.groups; ++g) {
       for (int64_t r = 0; r < shape.rows(); ++r) {
-        const size_t channel = per_channel ? static_cast<size_t>(g * shape.rows() + r) : 0;
+        const size_t channel = per_channel ? shape.grid_channel(g, r) : 0;
         for (int64_t c = 0; c < shape.cols; ++c) {
           const size_t i = shape.weight_index(g, r, c);
           const float key = grid.symmetric ? std::fabs(weight[i]) : weight[i];
@@ -439,7 +494,7 @@ std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vec
     p.code_min.resize(rows);
     p.code_max.resize(rows);
     for (Eigen::Index r = 0; r < rows; ++r) {
-      const size_t channel = per_channel ? static_cast<size_t>(g * rows + r) : 0;
+      const size_t channel = per_channel ? shape.grid_channel(g, r) : 0;
       const float s = grid.params.scale[channel];
       const int32_t z = grid.params.zero_point[channel];
       p.scale(r) = s;
@@ -583,7 +638,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   onnx::ModelProto quantized = rewrite(prepared);
   const std::vector<algorithms::LayerSite> sites = algorithms::layer_sites(prepared, quantized, rule, label);
   if (sites.empty()) {
-    summary.notes.push_back(name + ": no Conv/Gemm/MatMul with a float weight the config stores as integer codes: nothing learned");
+    summary.notes.push_back(name + ": no Conv/ConvTranspose/Gemm/MatMul with a float weight the config stores as integer codes: nothing learned");
     summary.seconds = seconds_since(start);
     return summary;
   }

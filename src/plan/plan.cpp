@@ -316,9 +316,9 @@ class Planner {
     }
     for (const char* name : {"adaround", "adaquant"}) {
       if (!listed(name)) continue;
-      const int64_t layers = op_count({"Conv", "Gemm", "MatMul"});
+      const int64_t layers = op_count({"Conv", "ConvTranspose", "Gemm", "MatMul"});
       const ReconstructionSettings settings = default_reconstruction(*reconstruction_method_names().from_name(name));
-      reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " Conv/Gemm/MatMul layers x " +
+      reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " Conv/ConvTranspose/Gemm/MatMul layers x " +
                         std::to_string(settings.iterations) + " Adam steps, plus one rewrite and one calibration pass per "
                         "level of layers (" + kReconstructionCostExample + ")");
     }
@@ -342,21 +342,21 @@ class Planner {
            reasons.empty() ? "nothing to fold, nothing requested" : text::join(reasons, "; "));
   }
 
-  // The rungs guide tries when the config misses: bias correction of Conv/Gemm biases layer by
+  // The rungs guide tries when the config misses: bias correction of Conv/ConvTranspose/Gemm biases layer by
   // layer, then of the whole model at once (neither wins everywhere: XINT8 + CLE, cls 11.9 vs
-  // 20.0 dB, det 320x320 22.3 vs 18.8 dB), then AdaRound of Conv/Gemm/MatMul weights; each on
+  // 20.0 dB, det 320x320 22.3 vs 18.8 dB), then AdaRound of Conv/ConvTranspose/Gemm/MatMul weights; each on
   // top of the plan's algorithms, only where the preset quantizes to integer codes and the
   // algorithm is not already listed.
   void decide_recovery_ladder() {
     const bool integer = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_qdq; });
     std::vector<std::string> reasons;
-    if (integer && op_count({"Conv", "Gemm"}) > 0 && !listed("bias_correction")) {
+    if (integer && op_count({"Conv", "ConvTranspose", "Gemm"}) > 0 && !listed("bias_correction")) {
       for (BiasCorrectionMode mode : {BiasCorrectionMode::kLayer, BiasCorrectionMode::kModel}) {
         plan_.recovery_ladder.push_back({{.name = "bias_correction", .mode = mode}});
       }
       reasons.emplace_back("bias correction: a few passes over the calibration samples per rung");
     }
-    const int64_t layers = op_count({"Conv", "Gemm", "MatMul"});
+    const int64_t layers = op_count({"Conv", "ConvTranspose", "Gemm", "MatMul"});
     if (integer && layers > 0 && !listed("adaround") && !listed("adaquant")) {
       plan_.recovery_ladder.push_back({{.name = "adaround"}});
       reasons.push_back("adaround: up to " + std::to_string(layers) + " layers x " +

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "ir/node_builder.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/tensor_proto.h"
 #include "support/model_builder.h"
@@ -18,15 +19,15 @@ using testing::ModelBuilder;
 // The samples a test states, one per call.
 class FixedSamples : public SampleSource {
  public:
-  explicit FixedSamples(std::vector<std::vector<float>> samples) : samples_(std::move(samples)) {}
+  explicit FixedSamples(std::vector<std::vector<float>> samples, Shape shape = {1, 1, 2, 2})
+      : samples_(std::move(samples)), shape_(std::move(shape)) {}
   size_t size() const override { return samples_.size(); }
-  NamedTensors sample(size_t index) const override {
-    return {{"x", Tensor::from_floats(Shape{1, 1, 2, 2}, samples_.at(index))}};
-  }
+  NamedTensors sample(size_t index) const override { return {{"x", Tensor::from_floats(shape_, samples_.at(index))}}; }
   std::string describe() const override { return std::to_string(samples_.size()) + " fixed samples"; }
 
  private:
   std::vector<std::vector<float>> samples_;
+  Shape shape_;
 };
 
 // x [1, 1, 2, 2] -> Conv "conv" (1x1, W = 1, b = `bias`) -> y.
@@ -201,6 +202,54 @@ TEST(AlgorithmsBiasCorrection, TheStoreMeasuresAgainOnlyTheLayersWhoseQuantizedO
   BiasCorrectionOptions other_data = options;
   other_data.data = "other samples";
   EXPECT_EQ(correct_bias(other, two_layers_quantized, samples, other_data, "test").reused, 0u);
+}
+
+// x [1, 2, 1, 2] -> ConvTranspose "deconv" (W [2, 1, 1, 1] = 1, group 2: output channel o
+// reads input channel o) -> y [1, 2, 1, 2]; with `codes` the weights are stored as int8 codes
+// at scale 0.25 and the biases are the prepared model's.
+onnx::ModelProto grouped_deconv(const std::optional<std::vector<int8_t>>& codes, const std::vector<float>& bias) {
+  ModelBuilder b;
+  b.add_input("x", TensorProto::FLOAT, {1, 2, 1, 2}).add_initializer("b", {2}, bias);
+  std::string weight = "w";
+  if (codes) {
+    b.add_initializer_i8("w_q", {2, 1, 1, 1}, *codes)
+        .add_initializer("w_scale", {}, {0.25f})
+        .add_node("DequantizeLinear", {"w_q", "w_scale"}, {"wd"}, {}, "deconv/weight_dq");
+    weight = "wd";
+  } else {
+    b.add_initializer("w", {2, 1, 1, 1}, {1.0f, 1.0f});
+  }
+  return b.add_node("ConvTranspose", {"x", weight, "b"}, {"y"}, {ir::make_int_attribute("group", 2)}, "deconv")
+      .add_output("y", TensorProto::FLOAT, {1, 2, 1, 2})
+      .build();
+}
+
+std::vector<float> biases_of(const onnx::ModelProto& model) {
+  for (const auto& init : model.graph().initializer()) {
+    if (init.name() == "b") return tensor_from_proto(init, "test").to_floats();
+  }
+  return {};
+}
+
+TEST(AlgorithmsBiasCorrection, GroupedConvTransposeShiftsEachOutputChannel) {
+  // Codes 5 and 3 (1.25 and 0.75 against 1). The sample x = channel 0 (1, 3), channel 1 (2, 6):
+  // channel 0's shift is -0.25 * mean 2 = -0.5, channel 1's +0.25 * mean 4 = +1; the float
+  // outputs' spreads (1 and 2) are not below them: applied in full. Two output channels, as
+  // W's dims[1] (1) x group (2) says.
+  for (const BiasCorrectionMode mode : {BiasCorrectionMode::kModel, BiasCorrectionMode::kLayer}) {
+    SCOPED_TRACE(bias_correction_mode_names().name(mode));
+    onnx::ModelProto prepared = grouped_deconv(std::nullopt, {0.0f, 0.0f});
+    const FixedSamples samples({{1, 3, 2, 6}}, {1, 2, 1, 2});
+    const RewriteFn rewrite = [](const onnx::ModelProto& p) { return grouped_deconv(std::vector<int8_t>{5, 3}, biases_of(p)); };
+    const BiasCorrectionSummary summary = correct_bias(prepared, rewrite, samples, {.mode = mode}, "test");
+    EXPECT_EQ(summary.layers, 1u);
+    EXPECT_EQ(summary.damped_channels, 0u);
+    EXPECT_DOUBLE_EQ(summary.mean_abs_shift, 0.75);
+    const std::vector<float> b = biases_of(prepared);
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_FLOAT_EQ(b[0], -0.5f);
+    EXPECT_FLOAT_EQ(b[1], 1.0f);
+  }
 }
 
 TEST(AlgorithmsBiasCorrection, NothingQuantizedIsANote) {

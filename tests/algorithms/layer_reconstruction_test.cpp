@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "common/text.h"
 #include "evaluation/recovery.h"
 #include "ir/node_builder.h"
 #include "mixprec/algorithms.h"
@@ -246,6 +247,77 @@ TEST(AlgorithmsAdaRound, GroupedConvLossFallsBelowNearest) {
   EXPECT_NEAR(summary.per_layer[0].loss_learned * 6 * 16, after, 1e-3 * after);
 }
 
+// x [1, 4, 5, 5] -> ConvTranspose(W [4, 3, 3, 3], group 2, strides 2, pads (1, 0, 0, 1),
+// output_padding (1, 0), dilations (1, 2)) -> y [1, 6, 11, 12]:
+// H = 2 (5 - 1) + 1 + 3 - 1 - 0 = 11, W = 2 (5 - 1) + 0 + (2 (3 - 1) + 1) - 0 - 1 = 12.
+onnx::ModelProto grouped_conv_transpose_model() {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 4, 5, 5})
+      .add_initializer("w", {4, 3, 3, 3}, normal_values(4 * 3 * 9, 19, 0.3f))
+      .add_node("ConvTranspose", {"x", "w"}, {"y"},
+                {ir::make_int_attribute("group", 2), testing::attr_ints("strides", {2, 2}),
+                 testing::attr_ints("pads", {1, 0, 0, 1}), testing::attr_ints("output_padding", {1, 0}),
+                 testing::attr_ints("dilations", {1, 2})},
+                "deconv")
+      .add_output("y", TensorProto::FLOAT, {1, 6, 11, 12})
+      .build();
+}
+
+TEST(AlgorithmsAdaRound, GroupedConvTransposeLossIsTheOutputErrorAndFallsBelowNearest) {
+  const onnx::ModelProto model = grouped_conv_transpose_model();
+  onnx::ModelProto prepared = model;
+  const NormalSamples samples("x", {1, 4, 5, 5}, 6);
+  // Per channel along axis 1 (C_out / groups = 3 scales, shared by both groups).
+  const auto assignment = weight_only(prepared, {.format = FormatId::kInt8, .per_channel = true});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  const onnx::ModelProto nearest = rewrite(prepared);
+  const ReconstructionSummary summary = reconstruct_layers(
+      prepared, rewrite, samples, default_reconstruction(ReconstructionMethod::kAdaRound), {.assignment = &assignment}, kLabel);
+  ASSERT_EQ(summary.layers, 1u) << text::join(summary.notes, "; ");
+  constexpr double kColumns = 6.0 * 11 * 12;  // output positions per sample x samples
+  EXPECT_EQ(summary.per_layer[0].columns, static_cast<size_t>(kColumns));
+  const onnx::ModelProto learned_model = rewrite(prepared);
+  const StoredCodes before = stored_codes(nearest, "deconv");
+  const StoredCodes after = stored_codes(learned_model, "deconv");
+  ASSERT_EQ(after.scale.size(), 3u);
+  EXPECT_EQ(after.scale, before.scale);
+  const std::vector<float> w = initializer(model, "w");
+  for (size_t i = 0; i < w.size(); ++i) {  // element [c, o, kh, kw] is on scale o
+    const float s = after.scale[(i / 9) % 3];
+    EXPECT_LE(std::fabs(after.codes[i] - std::nearbyint(w[i] / s)), 1.0f) << "weight " << i;
+  }
+  // The loss measured through the transposed im2col is what ONNX Runtime's ConvTranspose
+  // shows, before and after: the gather reads each tap's input where the op scatters it.
+  const double loss_before = output_error(model, nearest, samples);
+  const double loss_after = output_error(model, learned_model, samples);
+  EXPECT_NEAR(summary.per_layer[0].loss_nearest * kColumns, loss_before, 1e-3 * loss_before);
+  EXPECT_NEAR(summary.per_layer[0].loss_learned * kColumns, loss_after, 1e-3 * loss_after);
+  EXPECT_LT(loss_after, loss_before * 0.95) << loss_before << " -> " << loss_after;
+}
+
+TEST(AlgorithmsAdaRound, ConvTransposeWithOutputShapeIsSkippedWithANote) {
+  onnx::ModelProto prepared = ModelBuilder()
+                                  .add_input("x", TensorProto::FLOAT, {1, 2, 4, 4})
+                                  .add_initializer("w", {2, 2, 2, 2}, normal_values(16, 23, 0.3f))
+                                  .add_node("ConvTranspose", {"x", "w"}, {"y"},
+                                            {testing::attr_ints("strides", {2, 2}),
+                                             testing::attr_ints("output_shape", {8, 8})},
+                                            "deconv")
+                                  .add_output("y", TensorProto::FLOAT, {1, 2, 8, 8})
+                                  .build();
+  const onnx::ModelProto before = prepared;
+  const NormalSamples samples("x", {1, 2, 4, 4}, 2);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kInt8});
+  const ReconstructionSummary summary =
+      reconstruct_layers(prepared, rewrite_for(assignment), samples, default_reconstruction(ReconstructionMethod::kAdaRound),
+                         {.assignment = &assignment}, kLabel);
+  EXPECT_EQ(summary.layers, 0u);
+  ASSERT_FALSE(summary.notes.empty());
+  EXPECT_NE(text::join(summary.notes, "; ").find("deconv skipped (a ConvTranspose with output_shape"), std::string::npos)
+      << text::join(summary.notes, "; ");
+  EXPECT_EQ(prepared.SerializeAsString(), before.SerializeAsString());
+}
+
 TEST(AlgorithmsAdaQuant, LossDecreasesOnTheGemm) {
   const onnx::ModelProto model = gemm_model();
   onnx::ModelProto prepared = model;
@@ -318,7 +390,7 @@ TEST(AlgorithmsAdaRound, NoApplicableLayerIsANoteNotAnError) {
                                                            {.assignment = &assignment}, kLabel);
   EXPECT_EQ(summary.layers, 0u);
   ASSERT_EQ(summary.notes.size(), 1u);
-  EXPECT_NE(summary.notes[0].find("adaround: no Conv/Gemm/MatMul"), std::string::npos) << summary.notes[0];
+  EXPECT_NE(summary.notes[0].find("adaround: no Conv/ConvTranspose/Gemm/MatMul"), std::string::npos) << summary.notes[0];
   EXPECT_EQ(prepared.SerializeAsString(), original.SerializeAsString());
 }
 

@@ -201,7 +201,7 @@ TEST_F(PlanTest, AlgorithmRisks) {
   EXPECT_FALSE(has_risk(adaround, "high", "not implemented"));
   EXPECT_FALSE(plan_blocker(adaround).has_value());
   EXPECT_EQ(adaround.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "adaround"}}));
-  EXPECT_NE(decision(adaround, "algorithms").reason.find("adaround cost: up to 2 Conv/Gemm/MatMul layers x 1000 Adam steps"),
+  EXPECT_NE(decision(adaround, "algorithms").reason.find("adaround cost: up to 2 Conv/ConvTranspose/Gemm/MatMul layers x 1000 Adam steps"),
             std::string::npos)
       << decision(adaround, "algorithms").reason;
   cnn.algorithms = {"adaround", "adaquant"};
