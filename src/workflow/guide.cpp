@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/text.h"
 #include "common/timing.h"
 #include "evaluation/work_dir_lock.h"
 #include "evaluation/workbench.h"
@@ -213,7 +214,28 @@ class Guide {
       }
     }
     config.extra.calib_method = best_method;
+    warn_methods_below_reference(result.methods);
     return std::move(*best);
+  }
+
+  // A method that falls more than kMethodMarginDb below the plain range (MinMax, or
+  // PowerOfTwo_NonOverflow on power-of-two devices) on this model is a warning: guide keeps the
+  // best one anyway, but a user who names that method for this model (--calib-method, a config)
+  // should know what it costs.
+  static constexpr double kMethodMarginDb = 3.0;
+  void warn_methods_below_reference(const std::vector<MethodTrial>& methods) const {
+    const CalibMethod reference = device_->requires_power_of_two ? CalibMethod::kPowerOfTwoNonOverflow : CalibMethod::kMinMax;
+    const auto plain = std::ranges::find(methods, reference, &MethodTrial::method);
+    if (plain == methods.end()) return;
+    for (const MethodTrial& m : methods) {
+      const double below = plain->psnr_db - m.psnr_db;
+      if (m.method == reference || !(below > kMethodMarginDb)) continue;
+      log_warning(params_.setup.model_path + ": calibration method " + calib_method_traits(m.method).name + " is " +
+                  text::fixed(below, 1) + " dB below " + calib_method_traits(reference).name + " on this model (" +
+                  text::fixed(m.psnr_db, 2) + " vs " + text::fixed(plain->psnr_db, 2) + " dB worst-output PSNR, margin " +
+                  text::fixed(kMethodMarginDb, 0) +
+                  " dB): guide keeps the best method, but a config or --calib-method that names this one loses that much");
+    }
   }
 
   // The worst top-1 agreement over the outputs that have one; 2 when none has.
