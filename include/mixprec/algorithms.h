@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -168,5 +169,11 @@ struct ReconstructionSummary {
 ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const RewriteFn& rewrite, const SampleSource& source,
                                          const ReconstructionSettings& settings, const ReconstructionOptions& options,
                                          const std::string& label);
+
+// The op types (default domain) each algorithm works on, for what counts them (the plan's
+// costs and recovery ladder): bias correction's Conv/ConvTranspose/Gemm and AdaRound/AdaQuant's
+// Conv/ConvTranspose/Gemm/MatMul.
+std::span<const char* const> bias_corrected_op_types();
+std::span<const char* const> reconstructed_op_types();
 
 }  // namespace mixprec

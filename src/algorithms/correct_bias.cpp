@@ -33,9 +33,11 @@
 // between layers are left alone.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "algorithms/layer_sites.h"
 #include "common/digest.h"
@@ -257,7 +259,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
   const onnx::ModelProto first = rewrite(prepared);
   const std::vector<Site> sites = find_sites(prepared, first, label, summary.notes);
   if (sites.empty()) {
-    summary.notes.push_back("bias_correction: no quantized Conv/ConvTranspose/Gemm with float weights: nothing corrected");
+    summary.notes.push_back("bias_correction: no quantized " + text::join_each(kCorrectedOps, std::identity{}, "/") + " with float weights: nothing corrected");
     summary.seconds = seconds_since(start);
     return summary;
   }
@@ -372,5 +374,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
   summary.seconds = seconds_since(start);
   return summary;
 }
+
+std::span<const char* const> bias_corrected_op_types() { return kCorrectedOps; }
 
 }  // namespace mixprec

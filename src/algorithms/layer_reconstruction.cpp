@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -638,7 +639,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   onnx::ModelProto quantized = rewrite(prepared);
   const std::vector<algorithms::LayerSite> sites = algorithms::layer_sites(prepared, quantized, rule, label);
   if (sites.empty()) {
-    summary.notes.push_back(name + ": no Conv/ConvTranspose/Gemm/MatMul with a float weight the config stores as integer codes: nothing learned");
+    summary.notes.push_back(name + ": no " + text::join_each(kReconstructedOps, std::identity{}, "/") +
+                            " with a float weight the config stores as integer codes: nothing learned");
     summary.seconds = seconds_since(start);
     return summary;
   }
@@ -824,5 +826,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   summary.seconds = seconds_since(start);
   return summary;
 }
+
+std::span<const char* const> reconstructed_op_types() { return kReconstructedOps; }
 
 }  // namespace mixprec

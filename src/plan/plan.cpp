@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <set>
+#include <span>
 #include <string_view>
 
 #include "common/text.h"
+#include "mixprec/algorithms.h"
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
 #include "mixprec/json_schema.h"
@@ -316,14 +319,16 @@ class Planner {
     }
     for (const char* name : {"adaround", "adaquant"}) {
       if (!listed(name)) continue;
-      const int64_t layers = op_count({"Conv", "ConvTranspose", "Gemm", "MatMul"});
+      const int64_t layers = op_count(reconstructed_op_types());
       const ReconstructionSettings settings = default_reconstruction(*reconstruction_method_names().from_name(name));
-      reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " Conv/ConvTranspose/Gemm/MatMul layers x " +
+      reasons.push_back(std::string(name) + " cost: up to " + std::to_string(layers) + " " +
+                        text::join_each(reconstructed_op_types(), std::identity{}, "/") + " layers x " +
                         std::to_string(settings.iterations) + " Adam steps, plus one rewrite and one calibration pass per "
                         "level of layers (" + kReconstructionCostExample + ")");
     }
     if (listed("smoothquant")) {
-      const int64_t matmuls = op_count({"Gemm", "MatMul"});
+      constexpr const char* kMatMuls[] = {"Gemm", "MatMul"};
+      const int64_t matmuls = op_count(kMatMuls);
       reasons.push_back("smoothquant cost: one float pass over the calibration samples for the activation ranges of up to " +
                         std::to_string(matmuls) + " MatMul/Gemm layers, then exact weight rescaling" +
                         (matmuls == 0 ? " (the model has none: it will be a note, not a change)" : ""));
@@ -350,13 +355,13 @@ class Planner {
   void decide_recovery_ladder() {
     const bool integer = std::ranges::any_of(formats_, [](FormatId f) { return format_traits(f).is_qdq; });
     std::vector<std::string> reasons;
-    if (integer && op_count({"Conv", "ConvTranspose", "Gemm"}) > 0 && !listed("bias_correction")) {
+    if (integer && op_count(bias_corrected_op_types()) > 0 && !listed("bias_correction")) {
       for (BiasCorrectionMode mode : {BiasCorrectionMode::kLayer, BiasCorrectionMode::kModel}) {
         plan_.recovery_ladder.push_back({{.name = "bias_correction", .mode = mode}});
       }
       reasons.emplace_back("bias correction: a few passes over the calibration samples per rung");
     }
-    const int64_t layers = op_count({"Conv", "ConvTranspose", "Gemm", "MatMul"});
+    const int64_t layers = op_count(reconstructed_op_types());
     if (integer && layers > 0 && !listed("adaround") && !listed("adaquant")) {
       plan_.recovery_ladder.push_back({{.name = "adaround"}});
       reasons.push_back("adaround: up to " + std::to_string(layers) + " layers x " +
@@ -380,7 +385,7 @@ class Planner {
     return std::ranges::find(plan_.algorithms, algorithm) != plan_.algorithms.end();
   }
   // Nodes of the model of these op types.
-  int64_t op_count(std::initializer_list<const char*> op_types) const {
+  int64_t op_count(std::span<const char* const> op_types) const {
     int64_t n = 0;
     for (const OpCount& op : analysis_.op_histogram) {
       if (std::ranges::find(op_types, op.op_type) != op_types.end()) n += op.count;
