@@ -91,7 +91,8 @@ Command add_patch(CLI::App& app) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
       "patch", "The VitisAI provider's patch edits (VITIS.md): com.microsoft Q/DQ retagged, BFP sub_block_shift_bits "
-               "written, shape/data_type on custom quant ops; outputs checked bit-identical");
+               "written, shape/data_type on custom quant ops, bf16/fp16 zero points in their codes' type; outputs checked "
+               "bit-identical");
   cmd->add_option("MODEL", flags->model, "ONNX model (quantized by mixprec, Quark or another tool)")->required();
   cmd->add_option("-o,--output", flags->output, "patched model to write")->required();
   flags->data.add_to(*cmd, "--data", 1);

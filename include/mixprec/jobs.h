@@ -114,6 +114,8 @@ struct PatchReport {
   size_t samples = 0;
   std::string data_description;
   size_t outputs_compared = 0;  // outputs found bit-identical on every sample
+  // Empty when the outputs were compared with the input model's; else why and against what.
+  std::string reference;
   std::vector<std::string> warnings;
 };
 

@@ -105,11 +105,13 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
 // What vaip_patch changed; each count is nodes.
 struct VaipPatchSummary {
   int64_t retagged = 0;             // com.microsoft Q/DQ now in the default domain
-  std::vector<std::string> kept;    // "node: why" for com.microsoft Q/DQ left as they are
+  std::vector<std::string> kept;    // "node: why" for Q/DQ left as they are (com.microsoft retagging, zero points)
   int64_t shift_bits_written = 0;   // BFP nodes given sub_block_shift_bits = 1 explicitly
   int64_t shape_attributes = 0;     // custom quant nodes given shape / data_type
   std::vector<std::string> no_shape;  // custom quant nodes no run observed (bodies)
-  int64_t edits() const { return retagged + shift_bits_written + shape_attributes; }
+  int64_t zero_points_fixed = 0;    // bf16/fp16 codes' zero-point initializers rewritten in their type
+  std::vector<std::string> zero_point_fixes;  // "zp: FLOAT -> BFLOAT16 raw data (q, dq)"
+  int64_t edits() const { return retagged + shift_bits_written + shape_attributes + zero_points_fixed; }
 };
 
 struct StripSummary {

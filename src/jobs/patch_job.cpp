@@ -1,8 +1,11 @@
 // patch_job: vaip_patch on a model, with the shapes its custom quant nodes take observed in one
-// run, and the patched model checked against the input on the same samples.
+// run, and the patched model checked against the input on the same samples. A model whose
+// bf16/fp16 zero points keep it from running (a float32 zero point on bf16 codes) is checked
+// against itself with only that edit made, and the report says so.
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "jobs/model_and_config.h"
 #include "mixprec/error.h"
@@ -29,19 +32,46 @@ PatchReport patch_job(const PatchParams& params) {
   refuse_overwriting_input(label, params.output_path);
   const onnx::ModelProto model = load_model(label);
   const SessionOptions options{.optimization = GraphOptimization::kDisabled};
-  const Session original = Session::from_model(model, label, options);
+  // The reference run: the input model; when it does not run and fixing its zero points is what
+  // makes it run, the input with only that edit.
+  VaipPatchSummary zero_points;
+  const onnx::ModelProto zero_points_fixed = rewrite::vaip_fix_zero_points(model, label, &zero_points);
+  std::optional<Session> session, fixed_session;
+  std::string failure;
+  try {
+    session.emplace(Session::from_model(model, label, options));
+  } catch (const Error& e) {
+    if (zero_points.zero_points_fixed == 0) throw;
+    failure = e.what();
+    fixed_session.emplace(Session::from_model(zero_points_fixed, label, options));
+  }
   // The user's data, else one seeded random sample (shapes are all a run is needed for here).
   DataSpec data = params.setup.evaluation.empty() ? params.setup.calibration : params.setup.evaluation;
   if (data.empty()) data.data.random_samples = 1;
-  auto source = open_samples(data, original.inputs(), label);
+  auto source = open_samples(data, (session ? *session : *fixed_session).inputs(), label);
   report.samples = source->size();
   report.data_description = source->describe();
   if (report.samples == 0) throw_bad_input(label, "no samples to observe the shapes on");
+  if (session && zero_points.zero_points_fixed > 0) {
+    try {
+      (void)session->run(source->sample(0));
+    } catch (const Error& e) {
+      failure = e.what();
+      session.reset();
+      fixed_session.emplace(Session::from_model(zero_points_fixed, label, options));
+    }
+  }
+  const onnx::ModelProto& reference = session ? model : zero_points_fixed;
+  if (!session) {
+    report.reference = "the input model does not run in ONNX Runtime until its zero points are fixed (" + failure +
+                       "): the outputs are compared with the input's with only that edit made";
+  }
+  const Session& original = session ? *session : *fixed_session;
 
   std::map<std::string, ObservedTensor> observed;
   const std::vector<std::string> tensors = rewrite::vaip_patch_shape_tensors(model);
-  if (!tensors.empty()) observed = observe_tensors(model, label, tensors, source->sample(0), options);
-  const onnx::ModelProto patched = rewrite::vaip_patch(model, observed, &report.summary);
+  if (!tensors.empty()) observed = observe_tensors(reference, label, tensors, source->sample(0), options);
+  const onnx::ModelProto patched = rewrite::vaip_patch(model, observed, label, &report.summary);
   if (!report.summary.no_shape.empty()) {
     log_warning(label + ": " + std::to_string(report.summary.no_shape.size()) +
                 " custom quant node(s) got no shape attribute (inside If/Loop/Scan bodies, not observed): " +

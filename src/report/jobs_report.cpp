@@ -119,10 +119,14 @@ std::string patch_text(const PatchReport& r) {
       << "edits    " << s.edits() << (s.edits() == 0 ? " (nothing to patch: the model is written unchanged)" : "") << "\n"
       << "  com.microsoft Q/DQ to the default domain   " << s.retagged << "\n"
       << "  BFP sub_block_shift_bits written (1)       " << s.shift_bits_written << "\n"
-      << "  shape / data_type attributes added         " << s.shape_attributes << "\n";
+      << "  shape / data_type attributes added         " << s.shape_attributes << "\n"
+      << "  bf16/fp16 zero points in their codes' type " << s.zero_points_fixed << "\n";
+  for (const auto& fix : s.zero_point_fixes) out << "fixed    " << fix << "\n";
   for (const auto& kept : s.kept) out << "kept     " << kept << "\n";
-  out << "checked  " << r.outputs_compared << " output(s) bit-identical to the input model's on " << r.samples
+  out << "checked  " << r.outputs_compared << " output(s) bit-identical to the "
+      << (r.reference.empty() ? "input model's" : "input model's with its zero points fixed") << " on " << r.samples
       << " sample(s) (" << r.data_description << ")\n";
+  if (!r.reference.empty()) out << "note     " << r.reference << "\n";
   return out.str();
 }
 

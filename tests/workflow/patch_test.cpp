@@ -4,10 +4,14 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "mixprec/error.h"
 #include "mixprec/jobs.h"
 #include "mixprec/model_io.h"
+#include "mixprec/runtime.h"
+#include "mixprec/tensor.h"
+#include "rewrite/vaip_patch.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
 
@@ -124,6 +128,142 @@ TEST_F(PatchTest, ADequantizeWithoutZeroPointTakesItsCodesType) {
   EXPECT_EQ(r.summary.retagged, 1);
   EXPECT_TRUE(r.summary.kept.empty());
   EXPECT_EQ(node(load_model(r.output_path), "dqw").domain(), "");
+}
+
+// A zero point as a text format leaves it: `type` with these raw 16-bit patterns, or float values.
+onnx::TensorProto zero_point(const std::string& name, int32_t type, const std::vector<uint16_t>& bits) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(type);
+  if (bits.size() != 1) t.add_dims(static_cast<int64_t>(bits.size()));
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(bits.data()), bits.size() * sizeof(uint16_t)));
+  return t;
+}
+onnx::TensorProto float_zero_point(const std::string& name, float value) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(value);
+  return t;
+}
+
+// x -> Quark bf16 Q (zero point BFLOAT16) -> bf16 DQ whose zero point a text format wrote as the
+// float 0.0, + a DQ of constant bf16 weight codes whose zero point is the uint16 pattern 0: the
+// input model does not run (the DQ's zero point is not its codes' type); patched, both zero
+// points are BFLOAT16 raw data and the model computes, bit for bit, what the same graph built
+// with BFLOAT16 zero points computes.
+TEST_F(PatchTest, FloatAndUint16ZeroPointsOfBfloat16CodesBecomeBfloat16) {
+  onnx::TensorProto wq = zero_point("wq", onnx::TensorProto::BFLOAT16, {0x3FC0, 0xBF80});  // 1.5, -1.0
+  wq.clear_dims();
+  wq.add_dims(2);
+  const auto build = [&](const onnx::TensorProto& zp_dq, const onnx::TensorProto& zp_w) {
+    return ModelBuilder()
+        .opset(17)
+        .opset(1, "com.amd.quark")
+        .add_input("x", onnx::TensorProto::FLOAT, {int64_t{2}})
+        .add_output("y", onnx::TensorProto::FLOAT, {int64_t{2}})
+        .add_initializer("s", {}, {2.0f})
+        .add_initializer(zero_point("zq", onnx::TensorProto::BFLOAT16, {0}))
+        .add_initializer(zp_dq)
+        .add_initializer(wq)
+        .add_initializer(zp_w)
+        .add_node("ExtendedQuantizeLinear", {"x", "s", "zq"}, {"xq"}, {}, "q", "com.amd.quark")
+        .add_node("ExtendedDequantizeLinear", {"xq", "s", "zdq"}, {"xd"}, {}, "dq", "com.amd.quark")
+        .add_node("ExtendedDequantizeLinear", {"wq", "s", "zw"}, {"w"}, {}, "dqw", "com.amd.quark")
+        .add_node("Mul", {"xd", "w"}, {"y"}, {}, "mul")
+        .build();
+  };
+  const onnx::ModelProto broken = build(float_zero_point("zdq", 0.0f), zero_point("zw", onnx::TensorProto::UINT16, {0}));
+  const onnx::ModelProto wanted = build(zero_point("zdq", onnx::TensorProto::BFLOAT16, {0}),
+                                        zero_point("zw", onnx::TensorProto::BFLOAT16, {0}));
+  const NamedTensors x = {{"x", Tensor::from_floats({2}, std::vector<float>{3.0f, 1.0001f})}};
+  EXPECT_THROW((void)Session::from_model(broken, "broken", {}).run(x), Error);
+
+  const PatchReport r = patch(broken, "bf16");
+  EXPECT_EQ(r.summary.zero_points_fixed, 2);
+  EXPECT_EQ(r.summary.zero_point_fixes,
+            (std::vector<std::string>{"zdq: FLOAT32 -> BFLOAT16 raw data (dq)", "zw: UINT16 -> BFLOAT16 raw data (dqw)"}));
+  EXPECT_TRUE(r.summary.kept.empty());
+  EXPECT_NE(r.reference.find("does not run in ONNX Runtime until its zero points are fixed"), std::string::npos);
+  const onnx::ModelProto patched = load_model(r.output_path);
+  for (const auto& init : patched.graph().initializer()) {
+    if (init.name() == "zdq" || init.name() == "zw") {
+      EXPECT_EQ(init.data_type(), onnx::TensorProto::BFLOAT16) << init.name();
+      EXPECT_EQ(init.raw_data(), std::string(2, '\0')) << init.name();
+    }
+  }
+  // x/2 in bf16 codes: 1.5 and 0.50005 -> 0.5, dequantized 3 and 1; the weights 1.5 and -1 times 2.
+  const NamedTensors got = Session::from_model(patched, "patched", {}).run(x);
+  const NamedTensors want = Session::from_model(wanted, "wanted", {}).run(x);
+  EXPECT_EQ(got[0].second, want[0].second);
+  EXPECT_EQ(got[0].second.to_floats(), (std::vector<float>{9.0f, -2.0f}));
+  EXPECT_EQ(load_model(path("bf16.onnx")).SerializeAsString(), broken.SerializeAsString());  // input untouched
+
+  const PatchReport again = patch(patched, "bf16_again");
+  EXPECT_EQ(again.summary.zero_points_fixed, 0);
+  EXPECT_TRUE(again.reference.empty());
+}
+
+// fp16 codes: the Q's zero point is the uint16 pattern of 1.0 (0x3C00), the DQ's a FLOAT16 in
+// int32_data (how ONNX's text parser writes it): both become FLOAT16 raw data holding 1.0, and
+// since the input model runs, its outputs are the reference, bit for bit.
+TEST_F(PatchTest, Float16ZeroPointsInInt32DataOrUint16BecomeRawFloat16) {
+  onnx::TensorProto zdq;
+  zdq.set_name("zdq");
+  zdq.set_data_type(onnx::TensorProto::FLOAT16);
+  zdq.add_int32_data(0x3C00);
+  const onnx::ModelProto model = ModelBuilder()
+                                     .opset(17)
+                                     .opset(1, "com.amd.quark")
+                                     .add_input("x", onnx::TensorProto::FLOAT, {int64_t{3}})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {int64_t{3}})
+                                     .add_initializer("s", {}, {0.5f})
+                                     .add_initializer(zero_point("zq", onnx::TensorProto::FLOAT16, {0x3C00}))
+                                     .add_initializer(zdq)
+                                     .add_node("ExtendedQuantizeLinear", {"x", "s", "zq"}, {"xq"}, {}, "q", "com.amd.quark")
+                                     .add_node("ExtendedDequantizeLinear", {"xq", "s", "zdq"}, {"y"}, {}, "dq", "com.amd.quark")
+                                     .build();
+  onnx::ModelProto uint16_q = model;
+  *uint16_q.mutable_graph()->mutable_initializer(1) = zero_point("zq", onnx::TensorProto::UINT16, {0x3C00});
+  // (A uint16 zero point makes the Q's codes uint16; a model that runs is kept as the reference.)
+  const PatchReport runs = patch(model, "fp16");
+  EXPECT_EQ(runs.summary.zero_points_fixed, 1);
+  EXPECT_EQ(runs.summary.zero_point_fixes, (std::vector<std::string>{"zdq: FLOAT16 in int32_data -> FLOAT16 raw data (dq)"}));
+  EXPECT_TRUE(runs.reference.empty());
+  EXPECT_EQ(runs.outputs_compared, 1u);
+
+  const PatchReport r = patch(uint16_q, "fp16_u16");
+  EXPECT_EQ(r.summary.zero_points_fixed, 2);
+  const onnx::ModelProto patched = load_model(r.output_path);
+  EXPECT_EQ(patched.graph().initializer(1).data_type(), onnx::TensorProto::FLOAT16);
+  EXPECT_EQ(patched.graph().initializer(1).raw_data(), std::string("\x00\x3c", 2));
+  // (x / 0.5 + 1) in fp16, minus 1, times 0.5: 0.3 -> 1.6 (fp16 1.599609375), 1.6 - 1 = 0.599609375.
+  const NamedTensors x = {{"x", Tensor::from_floats({3}, std::vector<float>{0.3f, -2.0f, 100.0f})}};
+  const std::vector<float> y = Session::from_model(patched, "patched", {}).run(x)[0].second.to_floats();
+  EXPECT_EQ(y, (std::vector<float>{0.2998046875f, -2.0f, 100.0f}));
+}
+
+// A zero point that is not a value of the codes' type is not rounded: the node is kept and
+// named, and the model, which does not run, is refused with nothing written.
+TEST_F(PatchTest, AZeroPointTheCodesTypeCannotHoldIsNamedAndNotRounded) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .opset(17)
+                                     .opset(1, "com.amd.quark")
+                                     .add_input("x", onnx::TensorProto::FLOAT, {int64_t{2}})
+                                     .add_output("y", onnx::TensorProto::FLOAT, {int64_t{2}})
+                                     .add_initializer("s", {}, {2.0f})
+                                     .add_initializer(zero_point("zq", onnx::TensorProto::BFLOAT16, {0}))
+                                     .add_initializer(float_zero_point("zdq", 0.3f))
+                                     .add_node("ExtendedQuantizeLinear", {"x", "s", "zq"}, {"xq"}, {}, "q", "com.amd.quark")
+                                     .add_node("ExtendedDequantizeLinear", {"xq", "s", "zdq"}, {"y"}, {}, "dq", "com.amd.quark")
+                                     .build();
+  VaipPatchSummary summary;
+  (void)rewrite::vaip_fix_zero_points(model, "m.onnx", &summary);
+  EXPECT_EQ(summary.zero_points_fixed, 0);
+  ASSERT_EQ(summary.kept.size(), 1u);
+  EXPECT_EQ(summary.kept[0], "dq: its zero point 0.3 is not a BFLOAT16 value");
+  EXPECT_THROW(patch(model, "bad"), Error);
+  EXPECT_FALSE(fs::exists(path("bad_patched.onnx")));
 }
 
 TEST_F(PatchTest, TheInputIsNeverTheOutput) {
