@@ -13,7 +13,7 @@ Command add_quantize(CLI::App& app) {
   struct Flags {
     std::string model, output, config, preset, calib_method, stats, plan, fp_precision = "bf16";
     std::vector<std::string> fp_nodes;
-    bool make_static = false;
+    bool make_static = false, ffn_only = false;
     SampleFlags data;
     DeploymentFlags deployment;
     ConfigFormatFlag config_format;
@@ -32,6 +32,9 @@ Command add_quantize(CLI::App& app) {
                   "script's option; regexes go in the config's target_node_names)")
       ->delimiter(',');
   cmd->add_option("--fp-precision", flags->fp_precision, "bf16 or fp16: the precision of --fp-nodes")->capture_default_str();
+  cmd->add_flag("--ffn-only", flags->ffn_only,
+                "quantize only the feed-forward parts (the MLP blocks' and attention projections' MatMul/Gemm that "
+                "`analyze` lists) with the config's global layer; Softmax, LayerNorm and the rest stay float");
   cmd->add_flag("--make-static", flags->make_static,
                 "write fully static shapes (the VAIML compiler needs them): the inputs take the calibration samples' "
                 "shape (--input-shape / --image-size pin it) and every tensor its shape from a run");
@@ -55,6 +58,7 @@ Command add_quantize(CLI::App& app) {
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);
             params.fp_nodes = flags->fp_nodes;
             params.make_static = flags->make_static;
+            params.ffn_only = flags->ffn_only;
             if (flags->fp_precision != "bf16" && flags->fp_precision != "fp16") {
               throw_bad_input("", "unknown --fp-precision '" + flags->fp_precision + "' (bf16, fp16)");
             }

@@ -158,6 +158,22 @@ struct TaskInference {
   std::string reason;  // which rule fired, with the facts it used
 };
 
+// An MLP (feed-forward) block: a MatMul/Gemm with a constant weight, an activation, and the
+// MatMul/Gemm with a constant weight it feeds (bias Adds, Q/DQ and casts between them allowed).
+struct MlpBlock {
+  std::string up;          // node labels
+  std::string activation;  // "Gelu", "Gelu (decomposed: Erf)", "Gelu (tanh form)", "Swish (Sigmoid x Mul)", "Relu", ...
+  std::string down;
+};
+
+// A MatMul/Gemm with a constant weight that makes an attention block's operand or reads its
+// result: role "q", "k" (the two sides of Q.K^T), "v" (P.V's right side), "out" (reads P.V's
+// result); a fused projection split after it has its roles joined: "q+k+v".
+struct AttentionProjection {
+  std::string node;
+  std::string role;
+};
+
 struct ArchitectureInference {
   Architecture type = Architecture::kUnknown;
   std::string reason;  // the counts the rule used
@@ -170,6 +186,10 @@ struct ArchitectureInference {
   // Softmax (P.V) and the one whose scores feed it (Q.K^T, through scaling, masking and
   // layout ops). Node-label order, unique.
   std::vector<std::string> attention_matmuls;
+  // The weight MatMuls of the feed-forward and attention parts (what an FFN-only quantization
+  // quantizes), in graph (topological) order.
+  std::vector<MlpBlock> mlp_blocks;
+  std::vector<AttentionProjection> attention_projections;
 };
 
 struct ModelAnalysis {
@@ -204,6 +224,10 @@ std::vector<std::string> dynamic_dims(const onnx::ModelProto& model);
 
 // Analyzes `model`; `model_path` only names the model in errors and in the result.
 ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& model_path);
+
+// The weight MatMul/Gemm nodes of the MLP blocks (up and down) and the attention projections,
+// each once, in the order the blocks list them: what an FFN-only quantization quantizes.
+std::vector<std::string> feed_forward_nodes(const ArchitectureInference& architecture);
 
 // True when the op table (src/ir/op_traits.cpp) marks (domain, op_type) as compute. "" and
 // "ai.onnx" both mean the default domain.

@@ -356,6 +356,14 @@ void override_calib_method(QuantConfig& config, CalibMethod method);
 // (a '^' start with ".*" in it: such patterns belong in the config's target_node_names).
 void keep_nodes_at(QuantConfig& config, const std::vector<std::string>& nodes, FormatId precision);
 
+// --ffn-only: the config's global layer applies only to `nodes` (the model's MLP and attention
+// projection MatMul/Gemm, feed_forward_nodes()): it becomes the FIRST specific_layer_config
+// entry, so the config's own entries still override it, and global_config is left empty, so
+// every other node (Softmax, LayerNorm arithmetic, convolutions) stays float. kBadInput (naming
+// `label`) when `nodes` is empty, the global layer quantizes nothing, or the config has
+// layer_type_config layers (they would quantize other nodes).
+void quantize_only_nodes(QuantConfig& config, const std::vector<std::string>& nodes, const std::string& label);
+
 // The op types quantized when extra_options.OpTypesToQuantize is empty: the weighted compute
 // ops (Conv, ConvTranspose, Gemm, MatMul) and the arithmetic an int8 accelerator runs natively
 // (Add, Mul, AveragePool, GlobalAveragePool). Ops that only move values (Reshape, Concat,

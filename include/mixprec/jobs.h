@@ -29,6 +29,9 @@ struct QuantizeParams {
   // --fp-nodes / --fp-precision (keep_nodes_at): these nodes stay at BF16 or FP16.
   std::vector<std::string> fp_nodes;
   FormatId fp_precision = FormatId::kBFloat16;
+  // --ffn-only (quantize_only_nodes): the config's global layer quantizes only the MLP and
+  // attention projection MatMul/Gemm analysis finds in the prepared model; the rest stays float.
+  bool ffn_only = false;
   // Read when it exists (statistics of this model; every preset of one model shares them),
   // else written after calibrating. Empty: neither.
   std::string stats_path;
@@ -58,6 +61,9 @@ struct QuantizeReport {
   std::optional<BiasCorrectionSummary> bias_correction;  // when the config asks for it
   RewriteSummary rewrite;
   StaticShapeSummary static_shapes;
+  // --ffn-only: the nodes the global layer went to, and the blocks they came from.
+  std::vector<std::string> ffn_nodes;
+  std::string ffn_summary;  // "2 MLP blocks, 4 attention projections"
   std::vector<std::string> warnings;
 };
 

@@ -250,6 +250,25 @@ void keep_nodes_at(QuantConfig& config, const std::vector<std::string>& nodes, F
       {.target_node_names = nodes, .layer_config = {.input_tensors = spec, .weight = spec, .bias = spec}});
 }
 
+void quantize_only_nodes(QuantConfig& config, const std::vector<std::string>& nodes, const std::string& label) {
+  if (nodes.empty()) {
+    throw_bad_input(label, "--ffn-only: the model has no MLP block or attention projection with a constant weight "
+                           "(mixprec analyze lists them)");
+  }
+  if (!config.global.input_tensors && !config.global.weight) {
+    throw_bad_input(label, "--ffn-only: the config's global_config quantizes nothing, so there is no layer to give the "
+                           "feed-forward nodes");
+  }
+  for (const LayerTypeOverride& t : config.layer_types) {
+    if (t.layer_config) {
+      throw_bad_input(label, "--ffn-only: the config's layer_type_config gives " + text::join(t.op_types) +
+                                 " a layer, which would quantize nodes outside the feed-forward parts; drop one of them");
+    }
+  }
+  config.specific.insert(config.specific.begin(), LayerOverride{.target_node_names = nodes, .layer_config = config.global});
+  config.global = LayerConfig{};
+}
+
 void override_calib_method(QuantConfig& config, CalibMethod method) {
   // The user's method wins everywhere, including specs that name their own.
   config.extra.calib_method = method;

@@ -13,6 +13,7 @@
 #include "evaluation/stats_cache.h"
 #include "jobs/model_and_config.h"
 #include "mixprec/algorithms.h"
+#include "mixprec/analysis.h"
 #include "mixprec/error.h"
 #include "mixprec/jobs.h"
 #include "mixprec/log.h"
@@ -111,7 +112,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   keep_nodes_at(config, params.fp_nodes, params.fp_precision);
   report.config_path = config_path_for(params.output_path);
   // Before any work: a config the requested shape cannot hold fails now, not after calibrating.
-  const std::string config_json = config_file_text(config, params.config_shape, report.config_path);
+  std::string config_json = config_file_text(config, params.config_shape, report.config_path);
   const SessionOptions session = accuracy_session(params.deployment);
   warn_if_kernels_saturate(config, params.deployment);
   // Memory: a model over 2 GB must fit twice, not more (one copy here, one in ONNX Runtime),
@@ -125,6 +126,15 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const bool own_calibration_graph = calibration.fold_affine != preparation.fold_affine;
   onnx::ModelProto prepared = own_calibration_graph ? prepare_model(model, preparation, label, &report.prepare, &measure)
                                                     : prepare_model(std::move(model), preparation, label, &report.prepare, &measure);
+  if (params.ffn_only) {
+    // On the prepared model: every node has its name, Constant weights are initializers.
+    const ArchitectureInference architecture = analyze_model(prepared, label).architecture;
+    report.ffn_nodes = feed_forward_nodes(architecture);
+    report.ffn_summary = std::to_string(architecture.mlp_blocks.size()) + " MLP blocks, " +
+                         std::to_string(architecture.attention_projections.size()) + " attention projections";
+    quantize_only_nodes(config, report.ffn_nodes, label);
+    config_json = config_file_text(config, params.config_shape, report.config_path);
+  }
   const std::vector<NodeAssignment> assignment = assign_layers(config, prepared, label);
   count_precisions(assignment, report);
   report.float_weights = describe_float_weights(assignment, prepared, label);

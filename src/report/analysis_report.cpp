@@ -157,6 +157,14 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
                           {"conv_nodes", arch.conv_nodes},          {"matmul_nodes", arch.matmul_nodes},
                           {"attention_blocks", arch.attention_blocks}, {"normalizations", arch.normalizations},
                           {"recurrent_nodes", arch.recurrent_nodes}, {"attention_matmuls", arch.attention_matmuls}};
+  json["architecture"]["mlp_blocks"] = Json::array();
+  for (const MlpBlock& b : arch.mlp_blocks) {
+    json["architecture"]["mlp_blocks"].push_back({{"up", b.up}, {"activation", b.activation}, {"down", b.down}});
+  }
+  json["architecture"]["attention_projections"] = Json::array();
+  for (const AttentionProjection& p : arch.attention_projections) {
+    json["architecture"]["attention_projections"].push_back({{"node", p.node}, {"role", p.role}});
+  }
   return json;
 }
 
@@ -265,7 +273,20 @@ std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTable
   TextTable architecture;
   architecture.add({"type", to_string(analysis.architecture.type)});
   architecture.add({"reason", analysis.architecture.reason});
+  architecture.add({"mlp blocks", std::to_string(analysis.architecture.mlp_blocks.size())});
+  architecture.add({"attention projections", std::to_string(analysis.architecture.attention_projections.size())});
   text += section("Architecture", architecture);
+  if (!analysis.architecture.mlp_blocks.empty() || !analysis.architecture.attention_projections.empty()) {
+    TextTable ffn;
+    ffn.add({"part", "node", "detail"});
+    for (const MlpBlock& b : analysis.architecture.mlp_blocks) {
+      ffn.add({"mlp up", b.up, b.activation + " -> " + b.down});
+    }
+    for (const AttentionProjection& p : analysis.architecture.attention_projections) {
+      ffn.add({"attention " + p.role, p.node, ""});
+    }
+    text += section("Feed-forward and attention projections (weight MatMul/Gemm)", ffn);
+  }
   text.pop_back();  // one trailing newline, not a blank line
   return text;
 }

@@ -44,6 +44,10 @@ std::string quantize_text(const QuantizeReport& r) {
       << r.prepare.folded_batchnorms << " BatchNormalization and " << r.prepare.folded_affines
       << " per-channel Mul/Add folded into Conv, " << r.prepare.named_nodes << " nodes named\n"
       << "opset        " << r.rewrite.opset_from << " -> " << r.rewrite.opset_to << "\n";
+  if (!r.ffn_nodes.empty()) {
+    out << "ffn-only     " << r.ffn_nodes.size() << " MatMul/Gemm (" << r.ffn_summary << ") take the global layer: "
+        << text::join(r.ffn_nodes) << "\n";
+  }
   if (r.calibrated) {
     out << "calibration  " << r.data_description << ", " << r.calibration_samples << " used, " << fixed(r.calibration_seconds)
         << " s" << (r.stats_path.empty() ? "" : ", statistics saved to " + r.stats_path) << "\n";

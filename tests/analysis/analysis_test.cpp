@@ -681,6 +681,120 @@ TEST(ArchitectureTest, MatMulsWithoutAttentionAreUnknown) {
   EXPECT_NE(arch.reason.find("3 MatMul/Gemm"), std::string::npos) << arch.reason;
 }
 
+// q, k and v each from their own weight MatMul; no output projection, no MLP.
+TEST(FeedForwardTest, SeparateProjectionsTakeTheirAttentionRoles) {
+  const ArchitectureInference arch = analyze_model(testing::attention_model(0), "tiny.onnx").architecture;
+  ASSERT_EQ(arch.attention_projections.size(), 3u);
+  EXPECT_EQ(arch.attention_projections[0].node, "proj_q");
+  EXPECT_EQ(arch.attention_projections[0].role, "q");
+  EXPECT_EQ(arch.attention_projections[1].node, "proj_k");
+  EXPECT_EQ(arch.attention_projections[1].role, "k");
+  EXPECT_EQ(arch.attention_projections[2].node, "proj_v");
+  EXPECT_EQ(arch.attention_projections[2].role, "v");
+  EXPECT_TRUE(arch.mlp_blocks.empty());
+}
+
+// A pre-norm transformer block as exporters write it: a fused QKV MatMul + bias, split after a
+// Reshape/Transpose, q scaled, Q.K^T, Softmax, P.V, Transpose/Reshape, the output projection +
+// bias, a residual Add; then an MLP whose Gelu is decomposed (x * 0.5 * (1 + erf(x / sqrt 2)))
+// and a second residual. The residual Adds end the regions: the output projection is not an
+// MLP's up MatMul, and the MLP's down MatMul starts none.
+TEST(FeedForwardTest, FusedQkvOutputProjectionAndADecomposedGeluMlp) {
+  constexpr int64_t kTokens = 4, kWidth = 8, kHidden = 16;
+  const auto w = [](int64_t rows, int64_t cols, uint32_t seed) {
+    return testing::deterministic_values(static_cast<size_t>(rows * cols), seed, 0.5f);
+  };
+  ModelBuilder b;
+  b.add_input("x", TensorProto::FLOAT, {1, kTokens, kWidth})
+      .add_output("y", TensorProto::FLOAT, {1, kTokens, kWidth})
+      .add_initializer("w_qkv", {kWidth, 3 * kWidth}, w(kWidth, 3 * kWidth, 1))
+      .add_initializer("b_qkv", {3 * kWidth}, std::vector<float>(3 * kWidth, 0.1f))
+      .add_initializer_i64("qkv_shape", {4}, {1, kTokens, 3, kWidth})
+      .add_initializer("scale", {}, {0.35f})
+      .add_initializer_i64("ctx_shape", {3}, {1, kTokens, kWidth})
+      .add_initializer("w_o", {kWidth, kWidth}, w(kWidth, kWidth, 2))
+      .add_initializer("b_o", {kWidth}, std::vector<float>(kWidth, 0.0f))
+      .add_initializer("w_1", {kWidth, kHidden}, w(kWidth, kHidden, 3))
+      .add_initializer("b_1", {kHidden}, std::vector<float>(kHidden, 0.0f))
+      .add_initializer("sqrt2", {}, {1.41421356f})
+      .add_initializer("one", {}, {1.0f})
+      .add_initializer("half", {}, {0.5f})
+      .add_initializer("w_2", {kHidden, kWidth}, w(kHidden, kWidth, 4))
+      .add_initializer("b_2", {kWidth}, std::vector<float>(kWidth, 0.0f))
+      .add_node("MatMul", {"x", "w_qkv"}, {"qkv_mm"}, {}, "qkv")
+      .add_node("Add", {"qkv_mm", "b_qkv"}, {"qkv_b"}, {}, "qkv_bias")
+      .add_node("Reshape", {"qkv_b", "qkv_shape"}, {"qkv_r"}, {}, "qkv_reshape")
+      .add_node("Transpose", {"qkv_r"}, {"qkv_t"}, {testing::attr_ints("perm", {2, 0, 1, 3})}, "qkv_transpose")
+      .add_node("Split", {"qkv_t"}, {"q3", "k3", "v3"}, {attr_int("axis", 0)}, "qkv_split")
+      .add_node("Squeeze", {"q3"}, {"q"}, {}, "q_squeeze")
+      .add_node("Squeeze", {"k3"}, {"k"}, {}, "k_squeeze")
+      .add_node("Squeeze", {"v3"}, {"v"}, {}, "v_squeeze")
+      .add_node("Mul", {"q", "scale"}, {"q_scaled"}, {}, "q_scale")
+      .add_node("Transpose", {"k"}, {"k_t"}, {testing::attr_ints("perm", {0, 2, 1})}, "k_transpose")
+      .add_node("MatMul", {"q_scaled", "k_t"}, {"scores"}, {}, "qk")
+      .add_node("Softmax", {"scores"}, {"probs"}, {attr_int("axis", -1)}, "softmax")
+      .add_node("MatMul", {"probs", "v"}, {"context"}, {}, "pv")
+      .add_node("Reshape", {"context", "ctx_shape"}, {"ctx"}, {}, "ctx_reshape")
+      .add_node("MatMul", {"ctx", "w_o"}, {"o_mm"}, {}, "out_proj")
+      .add_node("Add", {"o_mm", "b_o"}, {"o"}, {}, "out_bias")
+      .add_node("Add", {"x", "o"}, {"h"}, {}, "residual_1")
+      .add_node("MatMul", {"h", "w_1"}, {"f1_mm"}, {}, "fc1")
+      .add_node("Add", {"f1_mm", "b_1"}, {"f1"}, {}, "fc1_bias")
+      .add_node("Div", {"f1", "sqrt2"}, {"g_div"}, {}, "gelu_div")
+      .add_node("Erf", {"g_div"}, {"g_erf"}, {}, "gelu_erf")
+      .add_node("Add", {"g_erf", "one"}, {"g_add"}, {}, "gelu_add")
+      .add_node("Mul", {"f1", "g_add"}, {"g_mul"}, {}, "gelu_mul")
+      .add_node("Mul", {"g_mul", "half"}, {"g"}, {}, "gelu_half")
+      .add_node("MatMul", {"g", "w_2"}, {"f2_mm"}, {}, "fc2")
+      .add_node("Add", {"f2_mm", "b_2"}, {"f2"}, {}, "fc2_bias")
+      .add_node("Add", {"h", "f2"}, {"y"}, {}, "residual_2");
+  const ArchitectureInference arch = analyze_model(b.build(), "block.onnx").architecture;
+  ASSERT_EQ(arch.mlp_blocks.size(), 1u);
+  EXPECT_EQ(arch.mlp_blocks[0].up, "fc1");
+  EXPECT_EQ(arch.mlp_blocks[0].activation, "Gelu (decomposed: Erf)");
+  EXPECT_EQ(arch.mlp_blocks[0].down, "fc2");
+  ASSERT_EQ(arch.attention_projections.size(), 2u);
+  EXPECT_EQ(arch.attention_projections[0].node, "qkv");
+  EXPECT_EQ(arch.attention_projections[0].role, "q+k+v");
+  EXPECT_EQ(arch.attention_projections[1].node, "out_proj");
+  EXPECT_EQ(arch.attention_projections[1].role, "out");
+
+  const auto json = analysis_to_json(analyze_model(b.build(), "block.onnx"));
+  EXPECT_EQ(json["architecture"]["mlp_blocks"][0]["activation"], "Gelu (decomposed: Erf)");
+  EXPECT_EQ(json["architecture"]["attention_projections"][0]["role"], "q+k+v");
+}
+
+// Gemm -> Relu -> Gemm is an MLP (a classifier head); MatMul -> MatMul with nothing
+// nonlinear between them (a bias Add) is not.
+TEST(FeedForwardTest, AnActivationMakesTheBlockALinearChainDoesNot) {
+  const ModelBuilder base = ModelBuilder()
+                                .add_input("x", TensorProto::FLOAT, {1, 8})
+                                .add_output("y", TensorProto::FLOAT, {1, 8})
+                                .add_initializer("w1", {8, 8}, testing::deterministic_values(64, 1, 0.5f))
+                                .add_initializer("w2", {8, 8}, testing::deterministic_values(64, 2, 0.5f));
+  const onnx::ModelProto mlp = ModelBuilder(base)
+                                   .add_node("Gemm", {"x", "w1"}, {"a"}, {}, "fc1")
+                                   .add_node("Relu", {"a"}, {"r"}, {}, "relu")
+                                   .add_node("Gemm", {"r", "w2"}, {"y"}, {}, "fc2")
+                                   .build();
+  const ArchitectureInference arch = analyze_model(mlp, "mlp.onnx").architecture;
+  ASSERT_EQ(arch.mlp_blocks.size(), 1u);
+  EXPECT_EQ(arch.mlp_blocks[0].activation, "Relu");
+  EXPECT_TRUE(arch.attention_projections.empty());
+  const onnx::ModelProto linear = ModelBuilder(base)
+                                      .add_initializer("b1", {8}, std::vector<float>(8, 0.25f))
+                                      .add_node("MatMul", {"x", "w1"}, {"a"}, {}, "fc1")
+                                      .add_node("Add", {"a", "b1"}, {"ab"}, {}, "bias")
+                                      .add_node("MatMul", {"ab", "w2"}, {"y"}, {}, "fc2")
+                                      .build();
+  EXPECT_TRUE(analyze_model(linear, "linear.onnx").architecture.mlp_blocks.empty());
+  // MatMul -> Relu three times: two blocks sharing the middle MatMul.
+  const ArchitectureInference chain = analyze_model(testing::matmul_chain(3), "chain.onnx").architecture;
+  ASSERT_EQ(chain.mlp_blocks.size(), 2u);
+  EXPECT_EQ(chain.mlp_blocks[0].up, "matmul_0");
+  EXPECT_EQ(chain.mlp_blocks[1].down, "matmul_2");
+}
+
 TEST(ArchitectureTest, ALoopMakesItRecurrent) {
   testing::ModelBuilder body;
   body.add_input("i", onnx::TensorProto::INT64, {}).add_input("cond", onnx::TensorProto::BOOL, {})

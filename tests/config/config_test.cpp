@@ -479,6 +479,33 @@ TEST(AssignLayersTest, DefaultOpTypesAndShapeOpsThatAreNeverQuantized) {
   EXPECT_PRED2(contains, warnings.warnings()[0], "OpTypesToQuantize lists Shape, but Shape nodes are shape/index ops");
 }
 
+// --ffn-only: the global layer moves to the named nodes, first, so the config's own entries
+// (here --fp-nodes' BF16 entry) still win; every other node is float.
+TEST(AssignLayersTest, QuantizeOnlyNodesKeepsTheRestFloatAndTheConfigsOwnEntriesWin) {
+  QuantConfig config = *preset_config("XINT8");
+  const LayerConfig xint8 = config.global;
+  keep_nodes_at(config, {"/model/head/conv/Conv"}, FormatId::kBFloat16);
+  quantize_only_nodes(config, {"/backbone/Conv", "/model/head/conv/Conv"}, kLabel);
+  ASSERT_EQ(config.specific.size(), 2u);
+  EXPECT_EQ(config.specific[0].layer_config, xint8);
+  EXPECT_EQ(config.global, LayerConfig{});
+  const std::vector<NodeAssignment> a = assign_layers(config, head_model(), kLabel);
+  EXPECT_EQ(find(a, "/backbone/Conv").config, xint8);
+  EXPECT_EQ(find(a, "/model/head/conv/Conv").config.weight->format, FormatId::kBFloat16);
+  EXPECT_FALSE(find(a, "/conv1/Conv").config.weight.has_value());
+  EXPECT_FALSE(find(a, "/conv1/Conv").config.input_tensors.has_value());
+  EXPECT_FALSE(find(a, "/model/head/Mul").config.input_tensors.has_value());
+
+  QuantConfig none = *preset_config("XINT8");
+  EXPECT_PRED2(contains, testing::bad_input_message([&] { quantize_only_nodes(none, {}, kLabel); }, kLabel, "no nodes"),
+               "--ffn-only: the model has no MLP block");
+  QuantConfig typed = *preset_config("XINT8");
+  typed.layer_types.push_back({.op_types = {"Conv"}, .layer_config = typed.global});
+  EXPECT_PRED2(contains,
+               testing::bad_input_message([&] { quantize_only_nodes(typed, {"/backbone/Conv"}, kLabel); }, kLabel, "types"),
+               "layer_type_config gives Conv a layer");
+}
+
 TEST(AssignLayersTest, DeclaredIntegerOutputsAreNeverQuantized) {
   onnx::ModelProto model = ModelBuilder()
                                .add_input("ids", TensorProto::FLOAT, {4})

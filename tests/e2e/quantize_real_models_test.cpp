@@ -181,6 +181,36 @@ TEST_F(QuantizeRealModel, Fp8AndInt4RecognizerKeepsItsReading) {
   EXPECT_GT(nbits_c.outputs[0].psnr_db, 80.0);  // the same weights: float rounding apart
 }
 
+// --ffn-only on the recognizer (SVTR: 2 attention blocks with fused QKV projections and
+// 2 Swish MLPs): exactly those 8 MatMuls take XINT8, the convolutional backbone, the
+// attention MatMuls, Softmax and the LayerNorm arithmetic stay float. Measured: 100% per-step
+// top-1, 45.1 dB SQNR (full XINT8: 96.6%, 9.5 dB). The detector has none and is refused.
+TEST_F(QuantizeRealModel, FfnOnlyQuantizesTheRecognizersFeedForwardParts) {
+  const std::string model = kModels + "/ppocr_rec.onnx";
+  QuantizeParams params;
+  params.setup.model_path = model;
+  params.setup.calibration = pictures(kCalib, "ppocr_cls_rec", 48, 320);
+  params.output_path = out("rec_ffn.onnx");
+  params.config.preset = "XINT8";
+  params.ffn_only = true;
+  const QuantizeReport q = quantize_job(params);
+  EXPECT_EQ(q.ffn_summary, "2 MLP blocks, 4 attention projections");
+  EXPECT_EQ(q.ffn_nodes.size(), 8u);
+  EXPECT_EQ(q.nodes_integer, 8u);
+  EXPECT_EQ(q.rewrite.qdq_pairs, 8);
+  const CompareReport c = compare(model, params.output_path, pictures(kEval, "ppocr_cls_rec", 48, 320));
+  std::cout << "[ measured ] rec XINT8 --ffn-only: SQNR " << c.outputs[0].sqnr_db << " dB, top-1 "
+            << c.outputs[0].top1_agreement.value_or(0) * 100 << "%\n";
+  EXPECT_GE(c.outputs[0].top1_agreement.value_or(0), 0.995);
+  EXPECT_GT(c.outputs[0].sqnr_db, 35.0);
+
+  const CliResult det = run_cli({"quantize", kModels + "/ppocr_det.onnx", "--preset", "XINT8", "--ffn-only", "-o",
+                                 out("det_ffn.onnx")});
+  EXPECT_EQ(det.exit_code, 2);
+  EXPECT_NE(det.err.find("--ffn-only: the model has no MLP block or attention projection"), std::string::npos) << det.err;
+  EXPECT_FALSE(fs::exists(out("det_ffn.onnx")));
+}
+
 TEST_F(QuantizeRealModel, Bf16DetectorAbove40Db) {
   const std::string model = kModels + "/ppocr_det.onnx";
   QuantizeParams params;
