@@ -180,6 +180,11 @@ class Patcher {
   static bool float_codes(int32_t type) {
     return type == onnx::TensorProto::BFLOAT16 || type == onnx::TensorProto::FLOAT16;
   }
+  // The node's name, or (other tools leave Q/DQ unnamed) its op and first output.
+  static std::string name_of(const onnx::NodeProto& node) {
+    if (!node.name().empty()) return node.name();
+    return node.op_type() + " writing '" + (node.output_size() > 0 ? node.output(0) : std::string()) + "'";
+  }
   static std::string zero_point_of(const onnx::NodeProto& node) {
     return node.input_size() >= 3 ? node.input(2) : std::string();
   }
@@ -225,7 +230,8 @@ class Patcher {
           char* end = from == onnx::TensorProto::DOUBLE
                                 ? std::to_chars(digits.data(), digits.data() + digits.size(), values[i]).ptr
                                 : std::to_chars(digits.data(), digits.data() + digits.size(), narrowed[i]).ptr;
-          why = "its zero point " + std::string(digits.data(), static_cast<size_t>(end - digits.data())) + " is not a " + onnx_type_name(target) + " value";
+          why = "its zero point " + std::string(digits.data(), static_cast<size_t>(end - digits.data())) + " is not a " +
+                onnx_type_name(target) + " value";
           return std::nullopt;
         }
       }
@@ -288,11 +294,11 @@ class Patcher {
       }
       if (types.empty()) continue;
       if (types.size() > 1) {
-        summary_.kept.push_back(node.name() + ": its codes are both FLOAT16 and BFLOAT16 by its zero point and its partner's");
+        summary_.kept.push_back(name_of(node) + ": its codes are both FLOAT16 and BFLOAT16 by its zero point and its partner's");
         continue;
       }
       zero_points[zp].types.insert(*types.begin());
-      zero_points[zp].nodes.push_back(node.name());
+      zero_points[zp].nodes.push_back(name_of(node));
     }
     for (const auto& [zp, users] : zero_points) {
       const std::string nodes = text::join(users.nodes);
@@ -327,7 +333,8 @@ class Patcher {
         keep(why);
         continue;
       }
-      const std::string from = proto.data_type() == target ? onnx_type_name(target) + " in int32_data" : onnx_type_name(proto.data_type());
+      const std::string from =
+          proto.data_type() == target ? onnx_type_name(target) + " in int32_data" : onnx_type_name(proto.data_type());
       proto = std::move(*fixed);
       for (onnx::ValueInfoProto& v : *graph.mutable_value_info()) {
         if (v.name() == zp && v.type().has_tensor_type()) v.mutable_type()->mutable_tensor_type()->set_elem_type(target);

@@ -262,6 +262,13 @@ TEST_F(PatchTest, AZeroPointTheCodesTypeCannotHoldIsNamedAndNotRounded) {
   EXPECT_EQ(summary.zero_points_fixed, 0);
   ASSERT_EQ(summary.kept.size(), 1u);
   EXPECT_EQ(summary.kept[0], "dq: its zero point 0.3 is not a BFLOAT16 value");
+  // Other tools leave Q/DQ unnamed: the node is named by its op and output.
+  onnx::ModelProto unnamed = model;
+  unnamed.mutable_graph()->mutable_node(1)->clear_name();
+  VaipPatchSummary unnamed_summary;
+  (void)rewrite::vaip_fix_zero_points(unnamed, "m.onnx", &unnamed_summary);
+  ASSERT_EQ(unnamed_summary.kept.size(), 1u);
+  EXPECT_EQ(unnamed_summary.kept[0], "ExtendedDequantizeLinear writing 'y': its zero point 0.3 is not a BFLOAT16 value");
   EXPECT_THROW(patch(model, "bad"), Error);
   EXPECT_FALSE(fs::exists(path("bad_patched.onnx")));
 }
