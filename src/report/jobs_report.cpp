@@ -45,8 +45,11 @@ std::string quantize_text(const QuantizeReport& r) {
       << " per-channel Mul/Add folded into Conv, " << r.prepare.named_nodes << " nodes named\n"
       << "opset        " << r.rewrite.opset_from << " -> " << r.rewrite.opset_to << "\n";
   if (!r.ffn_nodes.empty()) {
+    constexpr size_t kNamed = 8;  // a deep transformer has hundreds: the written config lists them all
+    const std::vector<std::string> named(r.ffn_nodes.begin(),
+                                         r.ffn_nodes.begin() + static_cast<long>(std::min(kNamed, r.ffn_nodes.size())));
     out << "ffn-only     " << r.ffn_nodes.size() << " MatMul/Gemm (" << r.ffn_summary << ") take the global layer: "
-        << text::join(r.ffn_nodes) << "\n";
+        << text::join(named) << (r.ffn_nodes.size() > kNamed ? ", ... (all in the config)" : "") << "\n";
   }
   if (r.calibrated) {
     out << "calibration  " << r.data_description << ", " << r.calibration_samples << " used, " << fixed(r.calibration_seconds)
