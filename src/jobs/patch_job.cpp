@@ -33,40 +33,44 @@ PatchReport patch_job(const PatchParams& params) {
   const onnx::ModelProto model = load_model(label);
   const SessionOptions options{.optimization = GraphOptimization::kDisabled};
   // The reference run: the input model; when it does not run and fixing its zero points is what
-  // makes it run, the input with only that edit.
-  VaipPatchSummary zero_points;
-  const onnx::ModelProto zero_points_fixed = rewrite::vaip_fix_zero_points(model, label, &zero_points);
-  std::optional<Session> session, fixed_session;
+  // makes it run, the input with only that edit (copied only then: a model can be large).
+  std::optional<onnx::ModelProto> zero_points_fixed;
+  std::optional<Session> session;
   std::string failure;
+  const auto fall_back = [&](const std::string& why) {
+    VaipPatchSummary fixes;
+    onnx::ModelProto fixed = rewrite::vaip_fix_zero_points(model, label, &fixes);
+    if (fixes.zero_points_fixed == 0) return false;
+    zero_points_fixed = std::move(fixed);
+    failure = why;
+    session.emplace(Session::from_model(*zero_points_fixed, label, options));
+    return true;
+  };
   try {
     session.emplace(Session::from_model(model, label, options));
   } catch (const Error& e) {
-    if (zero_points.zero_points_fixed == 0) throw;
-    failure = e.what();
-    fixed_session.emplace(Session::from_model(zero_points_fixed, label, options));
+    if (!fall_back(e.what())) throw;
   }
   // The user's data, else one seeded random sample (shapes are all a run is needed for here).
   DataSpec data = params.setup.evaluation.empty() ? params.setup.calibration : params.setup.evaluation;
   if (data.empty()) data.data.random_samples = 1;
-  auto source = open_samples(data, (session ? *session : *fixed_session).inputs(), label);
+  auto source = open_samples(data, session->inputs(), label);
   report.samples = source->size();
   report.data_description = source->describe();
   if (report.samples == 0) throw_bad_input(label, "no samples to observe the shapes on");
-  if (session && zero_points.zero_points_fixed > 0) {
+  if (!zero_points_fixed) {
     try {
       (void)session->run(source->sample(0));
     } catch (const Error& e) {
-      failure = e.what();
-      session.reset();
-      fixed_session.emplace(Session::from_model(zero_points_fixed, label, options));
+      if (!fall_back(e.what())) throw;
     }
   }
-  const onnx::ModelProto& reference = session ? model : zero_points_fixed;
-  if (!session) {
+  const onnx::ModelProto& reference = zero_points_fixed ? *zero_points_fixed : model;
+  if (zero_points_fixed) {
     report.reference = "the input model does not run in ONNX Runtime until its zero points are fixed (" + failure +
                        "): the outputs are compared with the input's with only that edit made";
   }
-  const Session& original = session ? *session : *fixed_session;
+  const Session& original = *session;
 
   std::map<std::string, ObservedTensor> observed;
   const std::vector<std::string> tensors = rewrite::vaip_patch_shape_tensors(model);

@@ -191,13 +191,9 @@ class Patcher {
   // Inputs named `name` in `graph` and the bodies inside it.
   static int64_t uses(const onnx::GraphProto& graph, const std::string& name) {
     int64_t n = 0;
-    for (const onnx::NodeProto& node : graph.node()) {
-      for (const std::string& input : node.input()) n += input == name;
-      for (const auto& a : node.attribute()) {
-        if (a.has_g()) n += uses(a.g(), name);
-        for (const onnx::GraphProto& g : a.graphs()) n += uses(g, name);
-      }
-    }
+    for_each_graph(graph, [&](const onnx::GraphProto& g) {
+      for (const onnx::NodeProto& node : g.node()) n += std::ranges::count(node.input(), name);
+    });
     return n;
   }
 
