@@ -127,44 +127,40 @@ class FeedForward {
 
   // The weight MatMuls upstream of `id`'s input `index` through layout, scaling and bias ops.
   std::set<size_t> projections_into(size_t id, int index) const {
-    std::set<size_t> found;
     const onnx::NodeProto& n = graph_.node(id);
-    if (index >= n.input_size()) return found;
+    if (index >= n.input_size()) return {};
     const auto first = graph_.producer(id, n.input(index));
-    if (!first) return found;
-    std::vector<size_t> frontier = {*first};
-    std::set<size_t> seen;
-    for (int hop = 0; hop < 10 && !frontier.empty(); ++hop) {
-      std::vector<size_t> next;
-      for (size_t p : frontier) {
-        if (!seen.insert(p).second) continue;
-        if (weight_matmul(p)) {
-          found.insert(p);
-          continue;
-        }
-        const std::string& op = graph_.node(p).op_type();
-        if (is_layout(op) || one_of(op, {"Mul", "Div", "Add"})) {
-          next.insert(next.end(), graph_.predecessors(p).begin(), graph_.predecessors(p).end());
-        }
-      }
-      frontier = std::move(next);
-    }
-    return found;
+    if (!first) return {};
+    return weight_matmuls_reached({*first}, 10, [this](size_t p) -> const std::vector<size_t>& {
+      const std::string& op = graph_.node(p).op_type();
+      return is_layout(op) || one_of(op, {"Mul", "Div", "Add"}) ? graph_.predecessors(p) : kNone;
+    });
   }
 
   // The weight MatMuls downstream of `id` through layout ops.
   std::set<size_t> projections_from(size_t id) const {
-    std::set<size_t> found;
-    std::vector<size_t> frontier = successors_[id];
-    std::set<size_t> seen;
-    for (int hop = 0; hop < 8 && !frontier.empty(); ++hop) {
+    return weight_matmuls_reached(successors_[id], 8, [this](size_t s) -> const std::vector<size_t>& {
+      return is_layout(graph_.node(s).op_type()) ? successors_[s] : kNone;
+    });
+  }
+
+ private:
+  static inline const std::vector<size_t> kNone;
+
+  // The weight MatMuls a walk from `frontier` reaches within `hops`, stopping at each one;
+  // `next_of(id)` is where the walk goes on from a node that is not one (kNone: nowhere).
+  template <typename Next>
+  std::set<size_t> weight_matmuls_reached(std::vector<size_t> frontier, int hops, Next next_of) const {
+    std::set<size_t> found, seen;
+    for (int hop = 0; hop < hops && !frontier.empty(); ++hop) {
       std::vector<size_t> next;
-      for (size_t s : frontier) {
-        if (!seen.insert(s).second) continue;
-        if (weight_matmul(s)) {
-          found.insert(s);
-        } else if (is_layout(graph_.node(s).op_type())) {
-          next.insert(next.end(), successors_[s].begin(), successors_[s].end());
+      for (size_t id : frontier) {
+        if (!seen.insert(id).second) continue;
+        if (weight_matmul(id)) {
+          found.insert(id);
+        } else {
+          const std::vector<size_t>& more = next_of(id);
+          next.insert(next.end(), more.begin(), more.end());
         }
       }
       frontier = std::move(next);
@@ -172,7 +168,6 @@ class FeedForward {
     return found;
   }
 
- private:
   bool constant(size_t id, const std::string& name, int depth = 0) const {
     if (name.empty() || depth > 4) return false;
     const auto p = graph_.producer(id, name);
