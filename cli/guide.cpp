@@ -17,7 +17,7 @@ Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, mode = "full", stage = "compile", work_dir, env_script, edge_quant = "auto";
     std::string strategy = "default";
-    bool explore = false, no_recover = false;
+    bool explore = false, no_recover = false, edge_quant_auto = false;
     SetupFlags setup;
     DeploymentFlags deployment;
     SearchFlags search;
@@ -30,9 +30,12 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--config", flags->config, "Quark-style config JSON (default: proposed from the analysis)");
   cmd->add_option("--mode", flags->mode, "full, dry-run or requantize")->capture_default_str();
   cmd->add_option("--edge-quant", flags->edge_quant,
-                  "auto, none, input, output or both: which edges the device quantizes (recorded in vitisai_config.json; "
-                  "compile checks the model against an explicit value)")
+                  "auto, none, input, output or both: which edges the runtime (de)quantizes (an explicit value sets "
+                  "the fe_args edge flag in vitisai_config.json and compile checks the model against it; auto sets none)")
       ->capture_default_str();
+  cmd->add_flag("--edge-quant-auto", flags->edge_quant_auto,
+                "compile builds the final model with its edge Q/DQ as kernels and in the runtime, prints both, and "
+                "sets the edge flag when the kernel count falls and nothing falls back to float");
   cmd->add_option("--stage", flags->stage, "compile, or exec to also time FP32 vs the final model")
       ->capture_default_str();
   cmd->add_option("--strategy", flags->strategy,
@@ -61,6 +64,7 @@ Command add_guide(CLI::App& app) {
             params.mode = parse_choice(guide_mode_names(), "--mode", flags->mode);
             params.stage = parse_choice(guide_stage_names(), "--stage", flags->stage);
             params.edge_quant = parse_choice(edge_quant_names(), "--edge-quant", flags->edge_quant);
+            params.edge_quant_auto = flags->edge_quant_auto;
             params.explore = flags->explore;
             params.recover = !flags->no_recover;
             params.config_shape = flags->config_format.resolve();

@@ -21,6 +21,7 @@
 #include "mixprec/macs.h"
 #include "mixprec/plan.h"
 #include "mixprec/run.h"
+#include "mixprec/vitisai.h"
 #include "mixprec/workflow.h"
 
 namespace mixprec {
@@ -58,6 +59,10 @@ struct GuideParams {
   SearchOptions search;
   size_t latency_runs = 20;     // exec: timed runs per model (after one warm-up)
   EdgeQuant edge_quant = EdgeQuant::kAuto;
+  // --edge-quant-auto: compile builds the final model twice, with its edge Q/DQ as kernels and
+  // taken over by the runtime (vitisai.h's probe), and writes the flag into the compiler options
+  // when it pays (the kernel count falls and nothing falls back to float). Needs edge_quant kAuto.
+  bool edge_quant_auto = false;
   // The shape of the configs the work dir holds (quantized.config.json, explore's, the ladder's).
   ConfigShape config_shape = ConfigShape::kMixprec;
 };
@@ -157,7 +162,10 @@ struct CompileResult {
   double start_time_vs_bf16 = 1;   // of the starting config
   double macs = 0;
   EdgeCheck edges;
+  std::optional<EdgeProbe> edge_probe;  // --edge-quant-auto
+  CompilerOptions compiler;             // written into vitisai_config.json
   std::string provider_config_path;  // vitisai_config.json, for NPU devices and the VitisAI provider
+  std::string deployment_path;       // deployment.json: provider options, device, formats, edges, compiler options
   std::string provider_cache_dir;
 };
 

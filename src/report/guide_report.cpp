@@ -194,6 +194,35 @@ Lines lines_of(const ExplorePhaseResult& r) {
   return lines;
 }
 
+// --edge-quant-auto: the boundaries, the two builds as VITIS.md's table, the advice.
+void lines_of_probe(const EdgeProbe& probe, Lines& lines) {
+  lines.push_back("edge quantization auto: " + std::string(to_string(probe.advice)) +
+                  (probe.advice == EdgeAdvice::kEnable ? " " + probe.flag : "") + ": " + probe.reason);
+  for (const EdgeBoundary& b : probe.boundaries) {
+    std::string params = b.codes;
+    if (b.scale.size() == 1) params += " scale " + fixed(b.scale[0], 8);
+    if (b.scale.size() > 1) params += " " + std::to_string(b.scale.size()) + " scales along axis " + std::to_string(b.axis);
+    if (b.zero_point.size() == 1) params += " zero point " + std::to_string(b.zero_point[0]);
+    lines.push_back(std::string("  ") + (b.input ? "Q on input '" : "DQ on output '") + b.tensor + "' (" + b.node +
+                    "): " + params + (b.excluded.empty() ? "" : "; stays: " + b.excluded));
+  }
+  if (probe.builds.empty()) return;
+  lines.push_back("  counted by " + probe.counted_by);
+  const auto row = [](const std::string& a, const std::string& b, const std::string& c, const std::string& d) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-28s %8s %18s %21s", a.c_str(), b.c_str(), c.c_str(), d.c_str());
+    return std::string(buf);
+  };
+  lines.push_back(row("configuration", "kernels", "edge Q/DQ kernels", "edge Q/DQ in runtime"));
+  for (const EdgeBuild& b : probe.builds) {
+    lines.push_back(row(b.configuration, std::to_string(b.kernels), std::to_string(b.edge_kernels),
+                        std::to_string(b.runtime_edges)));
+  }
+  for (const EdgeBuild& b : probe.builds) {
+    for (const auto& node : b.fallbacks) lines.push_back("  " + b.configuration + ": float fallback " + node);
+  }
+}
+
 Lines lines_of(const CompileResult& r) {
   Lines lines;
   const EdgeCheck& e = r.edges;
@@ -202,8 +231,15 @@ Lines lines_of(const CompileResult& r) {
                   std::to_string(e.float_inputs) + " float inputs with a Q and produces " +
                   std::to_string(e.dequantized_outputs) + " of " + std::to_string(e.outputs) + " outputs with a DQ" +
                   (e.matches ? "" : ": MISMATCH"));
+  if (r.edge_probe) lines_of_probe(*r.edge_probe, lines);
   if (!r.provider_config_path.empty()) {
-    lines.push_back("provider config: " + r.provider_config_path + " (VitisAI, cache " + r.provider_cache_dir + ")");
+    const CompilerOptions& c = r.compiler;
+    lines.push_back("compiler options (" + c.model_kind + "): enable_f32_to_bf16_conversion=" +
+                    (c.f32_to_bf16 ? "true" : "false") + (c.f32_to_f16 ? " enable_f32_to_f16_conversion=true" : "") +
+                    " fe_args=\"" + c.fe_args() + "\"");
+    for (const auto& note : c.notes) lines.push_back("  note: " + note);
+    lines.push_back("provider config: " + r.provider_config_path + " (VitisAI config_file; deployment record " +
+                    r.deployment_path + ", cache " + r.provider_cache_dir + ")");
   }
   lines.push_back("session on " + r.provider + " with every graph optimization: " + fixed(r.session_ms, 1) +
                   " ms; optimized graph " + r.optimized_model_path);
@@ -383,6 +419,22 @@ Json json_of(const ExplorePhaseResult& r) {
   return j;
 }
 
+Json json_of(const EdgeProbe& probe) {
+  Json boundaries = Json::array(), builds = Json::array();
+  for (const EdgeBoundary& b : probe.boundaries) {
+    boundaries.push_back({{"input", b.input}, {"tensor", b.tensor}, {"node", b.node}, {"codes", b.codes},
+                          {"scale", b.scale}, {"zero_point", b.zero_point}, {"axis", b.axis},
+                          {"standalone", b.excluded.empty()}, {"excluded", b.excluded}});
+  }
+  for (const EdgeBuild& b : probe.builds) {
+    builds.push_back({{"configuration", b.configuration}, {"kernels", b.kernels}, {"edge_kernels", b.edge_kernels},
+                      {"runtime_edges", b.runtime_edges}, {"integer_share", b.partition.integer_share()},
+                      {"fallbacks", b.fallbacks}, {"optimized_model", b.optimized_model_path}});
+  }
+  return {{"advice", to_string(probe.advice)}, {"reason", probe.reason}, {"flag", probe.flag},
+          {"counted_by", probe.counted_by}, {"boundaries", boundaries}, {"builds", builds}};
+}
+
 Json json_of(const CompileResult& r) {
   const PartitionReport& p = r.partition;
   const EdgeCheck& e = r.edges;
@@ -410,7 +462,12 @@ Json json_of(const CompileResult& r) {
           {"edges", {{"requested", to_string(e.requested)}, {"checked", e.checked}, {"float_inputs", e.float_inputs},
                      {"quantized_inputs", e.quantized_inputs}, {"outputs", e.outputs},
                      {"dequantized_outputs", e.dequantized_outputs}, {"matches", e.matches}}},
+          {"edge_probe", r.edge_probe ? json_of(*r.edge_probe) : Json(nullptr)},
+          {"compiler_options", {{"model", r.compiler.model_kind}, {"enable_f32_to_bf16_conversion", r.compiler.f32_to_bf16},
+                                {"enable_f32_to_f16_conversion", r.compiler.f32_to_f16}, {"fe_args", r.compiler.fe_args()},
+                                {"notes", r.compiler.notes}}},
           {"provider_config", r.provider_config_path},
+          {"deployment", r.deployment_path},
           {"provider_cache", r.provider_cache_dir}};
 }
 

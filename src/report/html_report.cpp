@@ -1552,7 +1552,9 @@ constexpr KnownFile kKnownFiles[] = {
     {"quantized.onnx", "guide's quantized model"},
     {"quantized.config.json", "guide's config"},
     {"final.optimized.onnx", "the final model as ONNX Runtime optimizes it"},
-    {"vitisai_config.json", "the VitisAI provider's config"},
+    {"vitisai_config.json", "the VitisAI provider's config file: the compiler options"},
+    {"deployment.json", "provider options, device, formats, edges and compiler options"},
+    {"edge_probe.onnx", "--edge-quant-auto: the final model with the runtime doing its edge Q/DQ"},
 };
 
 Section files_section(const Inputs& in) {

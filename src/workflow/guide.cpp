@@ -88,6 +88,10 @@ class Guide {
     device_ = &params_.deployment.profile();  // an unknown device fails before any work
     report_.device = device_->name;
     if (params_.setup.work_dir.empty()) throw_bad_input("", "guide needs a work dir");
+    if (params_.edge_quant_auto && params_.edge_quant != EdgeQuant::kAuto) {
+      throw_bad_input("", std::string("--edge-quant-auto measures which edge flag to set; it conflicts with --edge-quant ") +
+                              to_string(params_.edge_quant));
+    }
     const WorkDirLock lock(params_.setup.work_dir);  // creates it; one run at a time
     switch (params_.mode) {
       case GuideMode::kFull: full(); break;
@@ -429,37 +433,99 @@ class Guide {
     return check;
   }
 
-  // vitisai_config.json for NPU devices and the VitisAI provider: provider options (cache
-  // folder and key; the user's --ep-option values win), device, formats and edge quantization.
+  // The compiler options the final model needs, with runtime edge quantization as requested
+  // (auto: none, the boundary Q/DQ become NPU kernels) or as --edge-quant-auto measured it.
+  CompilerOptions compiler_options(const ModelAnalysis& final_analysis, const QuantConfig& final_config,
+                                   const EdgeCheck& edges, const std::optional<EdgeProbe>& probe) const {
+    CompilerOptions compiler = derive_compiler_options(final_analysis, formats_used(final_config));
+    if (probe) {
+      compiler.input_in_runtime = probe->advice == EdgeAdvice::kEnable && probe->inputs;
+      compiler.output_in_runtime = probe->advice == EdgeAdvice::kEnable && probe->outputs;
+    } else if (edges.checked) {
+      compiler.input_in_runtime = edge_row(edges.requested).inputs;
+      compiler.output_in_runtime = edge_row(edges.requested).outputs;
+    }
+    return compiler;
+  }
+
+  // For NPU devices and the VitisAI provider: vitisai_config.json (what the provider reads as
+  // its config_file: the compiler options) and deployment.json (the provider options, cache
+  // folder and key, the user's --ep-option values winning; device, formats, edges, compiler
+  // options and why).
   void write_provider_config(const QuantConfig& final_config, const EdgeCheck& edges, SessionOptions& options,
                              CompileResult& result) {
     if (!device_->requires_power_of_two && !is_vitisai(params_.deployment.provider)) return;
+    const std::string path = work_file("vitisai_config.json");
     std::map<std::string, std::string> provider_options = {
+        {"config_file", fs::absolute(path).string()},
         {"cache_dir", fs::absolute(work_file("vitisai_cache")).string()},
         {"cache_key", fs::path(report_.final_model_path).stem().string()},
         {"log_level", "warning"}};
     for (const auto& [key, value] : params_.deployment.provider_options) provider_options[key] = value;
     std::vector<std::string> formats;
     for (FormatId id : formats_used(final_config)) formats.emplace_back(format_traits(id).name);
-    const nlohmann::ordered_json config = {
+    const CompilerOptions& compiler = result.compiler;
+    nlohmann::ordered_json edge_record = {{"requested", to_string(edges.requested)},
+                                          {"float_inputs", edges.float_inputs},
+                                          {"quantized_inputs", edges.quantized_inputs},
+                                          {"outputs", edges.outputs},
+                                          {"dequantized_outputs", edges.dequantized_outputs},
+                                          {"matches", edges.matches}};
+    if (result.edge_probe) {
+      edge_record["auto"] = {{"advice", to_string(result.edge_probe->advice)},
+                             {"reason", result.edge_probe->reason},
+                             {"flag", result.edge_probe->flag}};
+    }
+    const nlohmann::ordered_json deployment = {
         {"provider", kVitisAi},
         {"provider_options", provider_options},
         {"device", {{"name", device_->name}, {"description", device_->description},
                     {"power_of_two_scales", device_->requires_power_of_two}}},
         {"model", fs::absolute(report_.final_model_path).string()},
         {"formats", formats},
-        {"edge_quant", {{"requested", to_string(edges.requested)},
-                        {"float_inputs", edges.float_inputs},
-                        {"quantized_inputs", edges.quantized_inputs},
-                        {"outputs", edges.outputs},
-                        {"dequantized_outputs", edges.dequantized_outputs},
-                        {"matches", edges.matches}}},
+        {"edge_quant", edge_record},
+        {"compiler_options", {{"model", compiler.model_kind},
+                              {"enable_f32_to_bf16_conversion", compiler.f32_to_bf16},
+                              {"enable_f32_to_f16_conversion", compiler.f32_to_f16},
+                              {"fe_args", compiler.fe_args()},
+                              {"notes", compiler.notes}}},
     };
-    const std::string path = work_file("vitisai_config.json");
-    write_file_atomically(path, config.dump(2) + "\n");
+    write_file_atomically(path, vitisai_config_json(compiler, device_->name).dump(2) + "\n");
+    const std::string record = work_file("deployment.json");
+    write_file_atomically(record, deployment.dump(2) + "\n");
     report_.provider_config_path = result.provider_config_path = path;
+    result.deployment_path = record;
     result.provider_cache_dir = provider_options["cache_dir"];
     if (is_vitisai(params_.deployment.provider)) options.provider_options = provider_options;
+  }
+
+  // --edge-quant-auto: the final model built with and without runtime edge quantization. With
+  // the VitisAI provider each build reads its own config file; elsewhere the runtime's part is
+  // emulated on the chosen provider.
+  EdgeProbe probe_edges(Workbench& bench, const ModelAnalysis& final_analysis, const QuantConfig& final_config,
+                        const EdgeCheck& edges, const SessionOptions& options) const {
+    EdgeProbeParams p{.model_path = report_.final_model_path, .macs = &bench.macs(), .without = options,
+                      .with = options, .emulate = !is_vitisai(params_.deployment.provider),
+                      .work_dir = params_.setup.work_dir};
+    if (!p.emulate) {
+      CompilerOptions compiler = compiler_options(final_analysis, final_config, edges, std::nullopt);
+      compiler.input_in_runtime = compiler.output_in_runtime = false;
+      const auto write = [&](const std::string& file, SessionOptions& session) {
+        write_file_atomically(work_file(file), vitisai_config_json(compiler, device_->name).dump(2) + "\n");
+        session.provider_options["config_file"] = fs::absolute(work_file(file)).string();
+        session.provider_options["cache_dir"] = fs::absolute(work_file("vitisai_cache")).string();
+        session.provider_options["cache_key"] = fs::path(file).stem().string();
+        for (const auto& [key, value] : params_.deployment.provider_options) session.provider_options[key] = value;
+      };
+      write("vitisai_config.edge_off.json", p.without);
+      compiler.input_in_runtime = compiler.output_in_runtime = true;
+      write("vitisai_config.edge_on.json", p.with);
+    }
+    EdgeProbe probe = probe_edge_quantization(p);
+    if (probe.advice == EdgeAdvice::kDisable) {
+      log_warning(report_.final_model_path + ": --edge-quant-auto: " + probe.reason + "; the edge flag is left off");
+    }
+    return probe;
   }
 
   void compile_phase(Workbench& bench, const QuantConfig& config) {
@@ -469,6 +535,8 @@ class Guide {
     const ModelAnalysis final_analysis = analyze_model(load_model(report_.final_model_path), report_.final_model_path);
     const QuantConfig final_config = load_config(report_.final_config_path);
     result.edges = edge_check(final_analysis);
+    if (params_.edge_quant_auto) result.edge_probe = probe_edges(bench, final_analysis, final_config, result.edges, options);
+    result.compiler = compiler_options(final_analysis, final_config, result.edges, result.edge_probe);
     write_provider_config(final_config, result.edges, options, result);
     const auto t0 = Clock::now();
     const Session final_session = Session::from_file(report_.final_model_path, options);

@@ -73,6 +73,9 @@ TEST_F(WorkflowRealModel, GuideExploresTheDetectorToItsTarget) {
                                "--data", kEval, "--preprocess", "ppocr_det", "--image-size", "160x160", "--work-dir",
                                path("work"), "--no-recover"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // Whatever explore lifted is float: the compiler is told to convert it to BF16.
+  const auto vaiml = nlohmann::json::parse(read_file(path("work/vitisai_config.json"), "config"))["passes"][0]["vaiml_config"];
+  EXPECT_EQ(vaiml["enable_f32_to_bf16_conversion"], true);
   for (const char* phase : {"== analyze", "== config", "== calibrate", "== baseline", "== quantize",
                             "== recover: not run", "== validate: fail",
                             "== explore: pass", "== compile", "== report"}) {
@@ -82,9 +85,43 @@ TEST_F(WorkflowRealModel, GuideExploresTheDetectorToItsTarget) {
   EXPECT_NE(r.out.find("PASS: "), std::string::npos);
   // The npu_cnn plan equalizes the detector (CLE): its statistics are the equalized model's.
   for (const char* file : {"final.onnx", "final_config.json", "ledger.jsonl", "sensitivity.json", "summary.json",
-                           "stats.cle.json", "quantized.onnx", "final.optimized.onnx"}) {
+                           "stats.cle.json", "quantized.onnx", "final.optimized.onnx", "deployment.json"}) {
     EXPECT_TRUE(fs::exists(path("work/") + file)) << file;
   }
+}
+
+// guide --edge-quant-auto on the detector's XINT8 model (a Q on its input, no DQ on its output):
+// compile builds it with the Q as a kernel and with the runtime quantizing the input, prints
+// VITIS.md's table and sets input-quantization-in-rt=1, the rest of the model being integer.
+TEST_F(WorkflowRealModel, GuideEdgeQuantAutoOnTheDetectorSetsTheInputFlag) {
+  const CliResult r = run_cli({"guide", "--model", kModels + "/ppocr_det.onnx", "--target-accuracy", "psnr>30",
+                               "--calibration-data", kCalib, "--data", kEval, "--preprocess", "ppocr_det",
+                               "--image-size", "320x320", "--work-dir", path("work"), "--no-recover",
+                               "--edge-quant-auto"});
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;  // full XINT8 misses 30 dB; compile runs all the same
+  EXPECT_NE(r.out.find("edge quantization auto: enable input-quantization-in-rt=1: the kernel count falls by 1 ("),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Q on input 'x' (x_QuantizeLinear): int8 scale 0.03125000 zero point 0"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("not the NPU compiler's kernel counts"), std::string::npos) << r.out;
+  const auto guide = nlohmann::json::parse(read_file(path("work/guide.json"), "guide report"));
+  for (const auto& phase : guide["phases"]) {
+    if (phase["name"] != "compile") continue;
+    const auto& builds = phase["result"]["edge_probe"]["builds"];
+    ASSERT_EQ(builds.size(), 2u);
+    EXPECT_EQ(builds[0]["kernels"].get<int>() - builds[1]["kernels"].get<int>(), 1);
+    EXPECT_EQ(builds[0]["edge_kernels"], 1);
+    EXPECT_EQ(builds[1]["edge_kernels"], 0);
+    EXPECT_EQ(builds[1]["fallbacks"].size(), 0u);
+    std::cout << "[ measured ] det 320x320 XINT8 kernels " << builds[0]["kernels"] << " -> " << builds[1]["kernels"]
+              << "\n";
+  }
+  const auto vaiml = nlohmann::json::parse(read_file(path("work/vitisai_config.json"), "config"))["passes"][0]["vaiml_config"];
+  EXPECT_EQ(vaiml["enable_f32_to_bf16_conversion"], false);
+  EXPECT_EQ(vaiml["fe_args"], "input-quantization-in-rt=1");
+  const auto deployment = nlohmann::json::parse(read_file(path("work/deployment.json"), "deployment"));
+  EXPECT_EQ(deployment["edge_quant"]["auto"]["advice"], "enable");
+  EXPECT_TRUE(fs::exists(path("work/edge_probe.onnx")));
 }
 
 // guide on the classifier, whose proposed XINT8 (+ CLE) misses PSNR > 22 dB (14.2 dB): the plan's recovery

@@ -385,6 +385,26 @@ onnx::ModelProto attention_model(int conv_layers) {
   return builder.build();
 }
 
+ModelBuilder edge_qdq_matmul() {
+  ModelBuilder b;
+  b.add_input("x", TensorProto::FLOAT, {1, 4})
+      .add_output("y", TensorProto::FLOAT, {1, 2})
+      .add_initializer("sx", {}, {0.5f})
+      .add_initializer_u8("zx", {}, {128})
+      .add_initializer_i8("wq", {4, 2}, {4, -4, 8, 0, 0, 4, -4, 8})
+      .add_initializer("sw", {}, {0.25f})
+      .add_initializer_i8("zw", {}, {0})
+      .add_initializer("sm", {}, {1.0f})
+      .add_initializer_u8("zm", {}, {128})
+      .add_node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}, {}, "q_in")
+      .add_node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}, {}, "dq_in")
+      .add_node("DequantizeLinear", {"wq", "sw", "zw"}, {"wd"}, {}, "dq_w")
+      .add_node("MatMul", {"xd", "wd"}, {"m"}, {}, "mm")
+      .add_node("QuantizeLinear", {"m", "sm", "zm"}, {"mq"}, {}, "q_out")
+      .add_node("DequantizeLinear", {"mq", "sm", "zm"}, {"y"}, {}, "dq_out");
+  return b;
+}
+
 onnx::ModelProto multi_output_model() {
   auto conv_weight = [](int64_t out, int64_t in, uint32_t seed) {
     return deterministic_values(static_cast<size_t>(out * in), seed, kWeightRange);

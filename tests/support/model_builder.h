@@ -112,6 +112,11 @@ onnx::ModelProto matmul_chain(int layers);
 // LayerNorm) -> "output" [1, 4, 8]. 5 MatMuls: a transformer with conv_layers <= 5, a hybrid above.
 onnx::ModelProto attention_model(int conv_layers);
 
+// "x" [1, 4] -> Q "q_in" (0.5, 128 u8) -> DQ "dq_in" -> MatMul "mm" (W codes int8 "wq" x 0.25 by
+// DQ "dq_w") -> Q "q_out" (1.0, 128 u8) -> DQ "dq_out" -> "y" [1, 2]; W = [[1, -1], [2, 0], [0, 1],
+// [-1, 2]]. Integer arithmetic with a standalone Q on its input and DQ on its output.
+ModelBuilder edge_qdq_matmul();
+
 // "input" [1, 3, 8, 8] -> Conv "trunk" -> Relu -> two heads: Conv "head_a" -> "out_a"
 // [1, 2, 8, 8] and Conv "head_b" -> Sigmoid -> "out_b" [1, 1, 8, 8].
 onnx::ModelProto multi_output_model();

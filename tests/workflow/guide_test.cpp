@@ -89,9 +89,15 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   EXPECT_TRUE(partition_line);
   EXPECT_EQ(guide_outcome(r).rfind("PASS", 0), 0u) << guide_outcome(r);
 
-  // ve2 is an NPU: the VitisAI provider config is written with what the model does at its edges.
+  // ve2 is an NPU: the VitisAI provider's config file holds the compiler options the final
+  // model needs (XINT8 with the lifted "mix" in BF16: islands of both), and deployment.json
+  // records the provider options, the formats and what the model does at its edges.
   ASSERT_EQ(r.provider_config_path, path("work/vitisai_config.json"));
-  const auto config = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"));
+  const auto vaiml = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"))["passes"][0]["vaiml_config"];
+  EXPECT_EQ(vaiml["enable_f32_to_bf16_conversion"], true);
+  EXPECT_EQ(vaiml["fe_args"], "match-power-of-two-quant-kernel=1");  // --edge-quant auto sets no edge flag
+  EXPECT_EQ(vaiml["device"], "ve2");
+  const auto config = nlohmann::json::parse(read_file(path("work/deployment.json"), "deployment"));
   EXPECT_EQ(config["provider"], "VitisAIExecutionProvider");
   EXPECT_EQ(config["device"]["name"], "ve2");
   EXPECT_EQ(config["formats"], nlohmann::json::parse(R"(["xint8", "bf16"])"));
@@ -99,6 +105,8 @@ TEST_F(GuideTest, FullModeRunsThePhasesInOrderAndExploresWhenTheConfigMisses) {
   EXPECT_EQ(config["edge_quant"]["quantized_inputs"], 1);
   EXPECT_EQ(config["edge_quant"]["dequantized_outputs"], 0);
   EXPECT_EQ(config["provider_options"]["cache_key"], "final");
+  EXPECT_EQ(config["provider_options"]["config_file"], fs::absolute(r.provider_config_path).string());
+  EXPECT_EQ(config["compiler_options"]["model"], "integer and float islands");
   // exec times the references a mixed model is judged against.
   const auto exec = lines(r, "exec");
   EXPECT_TRUE(std::ranges::any_of(exec, [](const std::string& l) { return l.rfind("full BF16  min", 0) == 0; }));
@@ -164,14 +172,49 @@ TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
   EXPECT_TRUE(std::ranges::any_of(warnings.warnings(), [](const std::string& w) {
     return w.find("--edge-quant both") != std::string::npos;
   }));
-  const auto config = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"));
+  const auto config = nlohmann::json::parse(read_file(path("work/deployment.json"), "deployment"));
   EXPECT_EQ(config["edge_quant"]["matches"], false);
+  // An explicit request sets its flag for the compiler all the same: the host is told what to do.
+  const auto vaiml = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"))["passes"][0]["vaiml_config"];
+  EXPECT_NE(vaiml["fe_args"].get<std::string>().find("edge-quantization-in-rt=1"), std::string::npos) << vaiml["fe_args"];
   p.edge_quant = EdgeQuant::kInput;
   p.setup.work_dir = path("work2");
   const GuideReport ok = guide(p);
   EXPECT_FALSE(std::ranges::any_of(lines(ok, "compile"), [](const std::string& l) {
     return l.find("MISMATCH") != std::string::npos;
   }));
+}
+
+// --edge-quant-auto builds the final model twice and prints VITIS.md's table. The test model's
+// input Q feeds the XINT8 MatMul: the runtime can take it over.
+TEST_F(GuideTest, EdgeQuantAutoComparesBothBuildsAndSetsTheFlagWhenItPays) {
+  GuideParams p = params();
+  p.edge_quant_auto = true;
+  const GuideReport r = guide(p);
+  const CompileResult* compile = r.result<CompileResult>();
+  ASSERT_NE(compile, nullptr);
+  ASSERT_TRUE(compile->edge_probe.has_value());
+  const EdgeProbe& probe = *compile->edge_probe;
+  ASSERT_EQ(probe.builds.size(), 2u);
+  EXPECT_EQ(probe.builds[0].kernels - probe.builds[1].kernels, probe.builds[0].edge_kernels);
+  EXPECT_EQ(probe.advice, EdgeAdvice::kEnable);
+  EXPECT_EQ(probe.flag, "input-quantization-in-rt=1");
+  const auto vaiml = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"))["passes"][0]["vaiml_config"];
+  EXPECT_NE(vaiml["fe_args"].get<std::string>().find("input-quantization-in-rt=1"), std::string::npos) << vaiml["fe_args"];
+  const auto compile_lines = lines(r, "compile");
+  EXPECT_TRUE(std::ranges::any_of(compile_lines, [](const std::string& l) {
+    return l.rfind("edge quantization auto: enable input-quantization-in-rt=1", 0) == 0;
+  }));
+  EXPECT_TRUE(std::ranges::any_of(compile_lines, [](const std::string& l) { return l.find("not the NPU compiler's") != std::string::npos; }));
+
+  p.edge_quant = EdgeQuant::kBoth;  // one or the other
+  p.setup.work_dir = path("work2");
+  try {
+    guide(p);
+    FAIL() << "--edge-quant both with --edge-quant-auto ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("conflicts with --edge-quant both"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
