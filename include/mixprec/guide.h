@@ -173,6 +173,10 @@ struct ExecResult {
   std::string provider;
   LatencyStats fp32, final_model, full_bf16;
   std::optional<LatencyStats> full_int8;  // when the starting config is all integer and differs from the final model
+  // --edge-quant-auto on a provider other than VitisAI: the probe's model with the runtime's part
+  // done on the host in each timed run (inputs quantized, outputs dequantized with the edges'
+  // parameters), against final_model with its edge Q/DQ as kernels.
+  std::optional<LatencyStats> edges_on_host;
   bool integer_start = false;             // the starting config is all integer
   bool mixed_final = false;               // the final model mixes integer and float formats
   double speedup() const { return final_model.median_ms > 0 ? fp32.median_ms / final_model.median_ms : 0; }

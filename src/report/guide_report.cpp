@@ -272,6 +272,12 @@ Lines lines_of(const ExecResult& r) {
   Lines lines;
   lines.push_back(latency_line("FP32   ", r.fp32) + " (" + std::to_string(r.fp32.runs) + " runs on " + r.provider + ")");
   lines.push_back(latency_line("final  ", r.final_model));
+  if (r.edges_on_host) {
+    lines.push_back(latency_line("edges on host  ", *r.edges_on_host) + " (--edge-quant-auto's model, its edge Q/DQ " +
+                    "done on the host in each run: " +
+                    fixed(100 * (r.edges_on_host->median_ms / r.final_model.median_ms - 1), 1) +
+                    "% median vs the final model)");
+  }
   lines.push_back("speed-up " + fixed(r.speedup()) + "x (median)");
   if (r.speedup() < 1) {
     lines.push_back("red flag: slower than FP32 on " + r.provider +
@@ -477,6 +483,7 @@ Json json_of(const ExecResult& r) {
           {"final", latency_json(r.final_model)},
           {"full_bf16", latency_json(r.full_bf16)},
           {"full_int8", r.full_int8 ? latency_json(*r.full_int8) : Json(nullptr)},
+          {"edges_on_host", r.edges_on_host ? latency_json(*r.edges_on_host) : Json(nullptr)},
           {"speedup", r.speedup()},
           {"integer_start", r.integer_start},
           {"mixed_final", r.mixed_final}};

@@ -16,6 +16,7 @@
 #include <unordered_set>
 
 #include "ir/graph_view.h"
+#include "mixprec/tensor.h"
 #include "mixprec/tensor_proto.h"
 #include "rewrite/graph_edit.h"
 
@@ -57,6 +58,30 @@ bool requantized(const ir::GraphView& view, size_t node, int steps) {
   return true;
 }
 
+const DTypeTraits* codes_traits(int32_t type) {
+  for (const DTypeTraits& traits : all_dtype_traits()) {
+    if (traits.onnx_type == type) return &traits;
+  }
+  return nullptr;
+}
+
+bool integer_codes(int32_t type) {
+  const DTypeTraits* traits = codes_traits(type);
+  if (traits == nullptr) return false;
+  switch (traits->dtype) {
+    case DType::kInt8: case DType::kUInt8: case DType::kInt16: case DType::kUInt16: case DType::kInt4:
+    case DType::kUInt4: return true;
+    default: return false;
+  }
+}
+
+// A float-coded Q/DQ (bf16, fp16, fp8) emulates a float format: there is no integer edge.
+std::string float_codes(int32_t type) {
+  const DTypeTraits* traits = codes_traits(type);
+  return "its codes are " + (traits != nullptr ? std::string(traits->name) : "of type " + std::to_string(type)) +
+         ", not integers: nothing for the runtime to quantize";
+}
+
 int32_t initializer_type(const ir::GraphView& view, const std::string& name) {
   const onnx::TensorProto* init = view.initializer(name);
   return init != nullptr ? init->data_type() : 0;
@@ -93,6 +118,10 @@ EdgeSite match_input(const ir::GraphView& view, size_t q, const std::string& lab
   EdgeSite site{.input = true, .tensor = node.input(0), .node = ir::node_label({&view, q})};
   site.codes = q_codes(view, node);
   read_params(view, node, label, site);
+  if (!integer_codes(site.codes)) {
+    site.excluded = float_codes(site.codes);
+    return site;
+  }
   for (size_t reader : view.consumers(site.tensor)) {
     if (reader != q) {
       site.excluded = "the input is also read by " + quoted_node(view, reader);
@@ -137,6 +166,8 @@ EdgeSite match_output(const ir::GraphView& view, size_t dq, const std::string& l
     site.excluded = "its codes are a graph output too";
   } else if (site.codes == 0) {
     site.excluded = "the type of its codes is not known";
+  } else if (!integer_codes(site.codes)) {
+    site.excluded = float_codes(site.codes);
   } else if (is_q(view.node(*producer))) {
     const auto source = view.producer(view.node(*producer).input(0));
     if (!source) {

@@ -25,6 +25,7 @@ struct EdgeSite {
   // Why the runtime cannot take it over; empty when it can (standalone):
   // - the Q's codes are dequantized into float arithmetic (a fake-quant pair: its rounding is an
   //   emulation, the float op needs float input);
+  // - the codes are not integers (a bf16/fp16/fp8 Q/DQ emulates a float format);
   // - the graph input is read by other nodes too, or the codes' type is unknown.
   std::string excluded;
 };

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -63,6 +64,50 @@ LatencyStats time_runs(const Session& session, const NamedTensors& sample, size_
   for (size_t i = 0; i < runs; ++i) {
     const auto t0 = Clock::now();
     session.run(sample);
+    times.push_back(milliseconds_since(t0));
+  }
+  return summarize_latency(std::move(times));
+}
+
+// The model with its standalone edge Q/DQ taken out (the --edge-quant-auto probe's), timed as a
+// runtime doing them on the host would run it: each run quantizes the edge inputs, runs, and
+// dequantizes the edge outputs. nullopt (with a warning) for codes the host cannot produce here.
+std::optional<LatencyStats> time_edges_on_host(const EdgeProbe& probe, const std::string& model_path,
+                                               const SessionOptions& options, const NamedTensors& sample, size_t runs) {
+  struct HostEdge {
+    FormatId format;
+    QuantParams params;
+  };
+  std::map<std::string, HostEdge> inputs, outputs;
+  for (const EdgeBoundary& b : probe.boundaries) {
+    if (!b.excluded.empty()) continue;
+    const auto format = format_from_name(b.codes);
+    if (!format || !format_traits(*format).is_qdq) {
+      log_warning(model_path + ": edge '" + b.tensor + "' has " + b.codes + " codes, which the host timing does not "
+                  "produce; the edges-on-host run is not timed");
+      return std::nullopt;
+    }
+    HostEdge edge{*format, {.scale = b.scale, .zero_point = b.zero_point, .axis = b.axis}};
+    if (edge.params.zero_point.empty()) edge.params.zero_point.assign(edge.params.scale.size(), 0);
+    (b.input ? inputs : outputs).emplace(b.tensor, std::move(edge));
+  }
+  const Session session = Session::from_file(model_path, options);
+  const auto once = [&] {
+    NamedTensors feed;
+    for (const auto& [name, tensor] : sample) {
+      const auto it = inputs.find(name);
+      feed.emplace_back(name, it == inputs.end() ? tensor : quantize_tensor(tensor, it->second.params, it->second.format));
+    }
+    NamedTensors out = session.run(feed);
+    for (auto& [name, tensor] : out) {
+      if (const auto it = outputs.find(name); it != outputs.end()) tensor = dequantize_tensor(tensor, it->second.params);
+    }
+  };
+  once();  // warm-up, as time_runs does
+  std::vector<double> times;
+  for (size_t i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    once();
     times.push_back(milliseconds_since(t0));
   }
   return summarize_latency(std::move(times));
@@ -562,6 +607,12 @@ class Guide {
     const Session reference = Session::from_file(params_.setup.model_path, options);
     exec.fp32 = time_runs(reference, bench.sample(0), params_.latency_runs);
     exec.final_model = time_runs(final_session, bench.sample(0), params_.latency_runs);
+    const CompileResult* compiled = report_.result<CompileResult>();
+    if (compiled != nullptr && compiled->edge_probe && compiled->edge_probe->builds.size() == 2 &&
+        !is_vitisai(params_.deployment.provider)) {
+      exec.edges_on_host = time_edges_on_host(*compiled->edge_probe, work_file("edge_probe.onnx"), options,
+                                              bench.sample(0), params_.latency_runs);
+    }
     // The references a mixed-precision deployment is judged against: full BF16, and the full
     // INT8 starting config when the final model differs from it.
     const auto time_config = [&](const QuantConfig& timed, const std::string& file) {

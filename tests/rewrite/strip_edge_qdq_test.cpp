@@ -79,6 +79,24 @@ TEST(StripEdgeQdq, FakeQuantPairsAndSharedInputsStay) {
   EXPECT_FALSE(sites[0].input);
   EXPECT_EQ(sites[0].excluded, "a fake-quant pair: its Q quantizes float arithmetic at 'sig' (Sigmoid)");
 
+  // A bf16 Q emulates a float format: no integer edge to hand over.
+  onnx::TensorProto bf16_zero;
+  bf16_zero.set_name("zb");
+  bf16_zero.set_data_type(TensorProto::BFLOAT16);
+  bf16_zero.set_raw_data(std::string(2, '\0'));
+  const onnx::ModelProto bf16 = ModelBuilder()
+                                    .add_input("x", TensorProto::FLOAT, {1, 4})
+                                    .add_output("y", TensorProto::FLOAT, {1, 4})
+                                    .add_initializer("s", {}, {1.0f})
+                                    .add_initializer(bf16_zero)
+                                    .add_node("QuantizeLinear", {"x", "s", "zb"}, {"xq"}, {}, "q")
+                                    .add_node("DequantizeLinear", {"xq", "s", "zb"}, {"y"}, {}, "dq")
+                                    .build();
+  sites = rewrite::match_edge_qdq(bf16, "b.onnx");
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_EQ(sites[0].excluded, "its codes are bfloat16, not integers: nothing for the runtime to quantize");
+  EXPECT_EQ(sites[1].excluded, "its codes are bfloat16, not integers: nothing for the runtime to quantize");
+
   // The integer model, but x is also read in float: the host cannot pass only its codes.
   const onnx::ModelProto shared = testing::edge_qdq_matmul()
                                       .add_output("x_copy", TensorProto::FLOAT, {1, 4})

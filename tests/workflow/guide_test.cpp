@@ -190,6 +190,7 @@ TEST_F(GuideTest, AnExplicitEdgeQuantizationTheModelDoesNotFollowIsFlagged) {
 TEST_F(GuideTest, EdgeQuantAutoComparesBothBuildsAndSetsTheFlagWhenItPays) {
   GuideParams p = params();
   p.edge_quant_auto = true;
+  p.stage = GuideStage::kExec;
   const GuideReport r = guide(p);
   const CompileResult* compile = r.result<CompileResult>();
   ASSERT_NE(compile, nullptr);
@@ -206,6 +207,12 @@ TEST_F(GuideTest, EdgeQuantAutoComparesBothBuildsAndSetsTheFlagWhenItPays) {
     return l.rfind("edge quantization auto: enable input-quantization-in-rt=1", 0) == 0;
   }));
   EXPECT_TRUE(std::ranges::any_of(compile_lines, [](const std::string& l) { return l.find("not the NPU compiler's") != std::string::npos; }));
+
+  // exec times the probe's model with the input quantized on the host in each run.
+  ASSERT_NE(r.result<ExecResult>(), nullptr);
+  ASSERT_TRUE(r.result<ExecResult>()->edges_on_host.has_value());
+  EXPECT_EQ(r.result<ExecResult>()->edges_on_host->runs, 3u);
+  EXPECT_TRUE(std::ranges::any_of(lines(r, "exec"), [](const std::string& l) { return l.rfind("edges on host", 0) == 0; }));
 
   p.edge_quant = EdgeQuant::kBoth;  // one or the other
   p.setup.work_dir = path("work2");
