@@ -91,6 +91,12 @@ Command add_guide(CLI::App& app);
 Command add_ladder(CLI::App& app);
 Command add_plan(CLI::App& app);
 Command add_report(CLI::App& app);
+Command add_plugins(CLI::App& app);
+
+// `--plugin NAME ARGS...`: everything after NAME belongs to the plugin, untouched (cli/plugins.cpp).
+// main() takes it off the command line before parsing; guide reads it back.
+std::vector<std::string> take_plugin_arguments(std::vector<std::string>& args);
+const std::vector<std::string>& plugin_arguments();
 
 // The report a run command leaves in its work dir however it ends (cli/report.cpp). While alive
 // it records the command's warnings and keeps WORK_DIR/command.json (the command, the model,

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -13,10 +15,28 @@
 
 namespace mixprec::cli {
 
+namespace {
+
+// A plugin with a consent banner: shown, and answered on a terminal; elsewhere the run stops
+// with the banner and the hint to give --yes (the library refuses without consent).
+bool ask_plugin_consent(const GuideParams& params) {
+  const PluginManifest plugin =
+      resolve_plugin(params.plugin, plugin_search_path(params.plugin_dirs), params.deployment.profile().name);
+  if (plugin.consent.empty() || !isatty(STDIN_FILENO)) return false;
+  std::cerr << "plugin " << plugin.name << " " << plugin.version << ": " << plugin.consent << "\ncontinue? [y/N] ";
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+}  // namespace
+
 Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, mode = "full", stage = "compile", work_dir, env_script, edge_quant = "auto";
-    std::string strategy = "default";
+    std::string strategy = "default", plugin;
+    std::vector<std::string> plugin_dirs;
+    bool yes = false;
     bool explore = false, no_recover = false, edge_quant_auto = false;
     SetupFlags setup;
     DeploymentFlags deployment;
@@ -41,6 +61,12 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--strategy", flags->strategy,
                   "default (quantize, validate, explore) or ladder (w8a8, then w8a16, else float)")
       ->capture_default_str();
+  cmd->add_option("--plugin", flags->plugin,
+                  "NAME ARGS...: the plugin quantizes (every argument after NAME is the plugin's, passed through); "
+                  "validate and compile follow. `mixprec plugins` lists them");
+  cmd->add_option("--plugin-dir", flags->plugin_dirs, "plugin folders searched first (then MIXPREC_PLUGIN_PATH, then "
+                                                      "<prefix>/lib/mixprec/plugins)");
+  cmd->add_flag("--yes", flags->yes, "consent to a plugin's banner without being asked");
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
   cmd->add_flag("--no-recover", flags->no_recover,
                 "a proposed config that misses does not try the plan's recovery ladder (bias correction, AdaRound) "
@@ -65,6 +91,9 @@ Command add_guide(CLI::App& app) {
             params.stage = parse_choice(guide_stage_names(), "--stage", flags->stage);
             params.edge_quant = parse_choice(edge_quant_names(), "--edge-quant", flags->edge_quant);
             params.edge_quant_auto = flags->edge_quant_auto;
+            params.plugin = flags->plugin;
+            params.plugin_args = plugin_arguments();
+            params.plugin_dirs = flags->plugin_dirs;
             params.explore = flags->explore;
             params.recover = !flags->no_recover;
             params.config_shape = flags->config_format.resolve();
@@ -85,6 +114,7 @@ Command add_guide(CLI::App& app) {
               std::cout << "environment: " << variables.size() << " variables from " << flags->env_script << "\n";
             }
             params.deployment = flags->deployment.resolve();
+            params.plugin_consent = flags->yes || (!params.plugin.empty() && ask_plugin_consent(params));
             std::cout << "mixprec guide: " << params.setup.model_path << ", mode " << to_string(params.mode)
                       << ", device " << params.deployment.device << ", stage " << to_string(params.stage)
                       << (params.explore ? ", explore" : "") << ", work dir " << params.setup.work_dir << "\n"

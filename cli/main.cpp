@@ -75,10 +75,16 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app),
                                          add_dequantize(app), add_patch(app), add_compare(app), add_explore(app), add_dry_run(app),
                                          add_requantize(app), add_ladder(app), add_plan(app),
-                                         add_report(app)};
+                                         add_report(app), add_plugins(app)};
+
+  // `--plugin NAME ARGS...`: the plugin's arguments never reach the parser.
+  std::vector<std::string> args(argv, argv + argc);
+  take_plugin_arguments(args);
+  std::vector<char*> parsed_argv;
+  for (auto& arg : args) parsed_argv.push_back(arg.data());
 
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(parsed_argv.size()), parsed_argv.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

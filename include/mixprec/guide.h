@@ -20,6 +20,7 @@
 #include "mixprec/explore.h"
 #include "mixprec/macs.h"
 #include "mixprec/plan.h"
+#include "mixprec/plugins.h"
 #include "mixprec/run.h"
 #include "mixprec/vitisai.h"
 #include "mixprec/workflow.h"
@@ -63,6 +64,14 @@ struct GuideParams {
   // taken over by the runtime (vitisai.h's probe), and writes the flag into the compiler options
   // when it pays (the kernel count falls and nothing falls back to float). Needs edge_quant kAuto.
   bool edge_quant_auto = false;
+  // --plugin NAME [ARGS...] (mixprec/plugins.h): the plugin quantizes instead of config..explore,
+  // with its arguments passed through untouched; its model is validated and goes through
+  // compile with the compiler flags its manifest names. The formats it adds are allowed on its
+  // devices for the run. A manifest with a consent banner runs only with plugin_consent (--yes).
+  std::string plugin;
+  std::vector<std::string> plugin_args;
+  std::vector<std::string> plugin_dirs;  // --plugin-dir, searched before MIXPREC_PLUGIN_PATH and the default
+  bool plugin_consent = false;
   // The shape of the configs the work dir holds (quantized.config.json, explore's, the ladder's).
   ConfigShape config_shape = ConfigShape::kMixprec;
 };
@@ -143,6 +152,13 @@ struct ExplorePhaseResult {
   std::optional<ExploreResult> result;
 };
 
+struct PluginResult {
+  PluginManifest manifest;
+  std::vector<std::string> args;
+  PluginRun run;
+  size_t host_quantizations = 0;   // quantize calls the plugin made through the host
+};
+
 struct EdgeCheck {
   EdgeQuant requested = EdgeQuant::kAuto;  // auto: recorded as what the model does
   bool checked = false;                    // an explicit request, compared with the model
@@ -184,6 +200,7 @@ struct ExecResult {
 
 using PhaseResult = std::variant<std::monostate, AnalyzeResult, ConfigResult, CalibrateResult, BaselineResult,
                                  QuantizeResult, RecoverResult, ValidateResult, ExplorePhaseResult, CompileResult, ExecResult,
+                                 PluginResult,
                                  LadderReport, DryRunReport, RequantizeReport>;
 
 enum class PhaseStatus { kDone, kPass, kFail, kSkipped, kNotRun };

@@ -21,8 +21,9 @@ namespace mixprec {
 //   compute is FP16, ve2's) and match-power-of-two-quant-kernel=1, so the Q/DQ at island
 //   boundaries become matched kernels;
 // - float only: the conversion alone;
-// - block formats (BFP/MX): the conversion the rest needs; their own flags come from the plugin
-//   that supplies them (a note says so).
+// - block formats (BFP/MX): the conversion (their quantize-dequantize leaves float arithmetic),
+//   match-power-of-two-quant-kernel=1 when integer formats are used too; their own flags come
+//   from the plugin that supplies them (a note says so; its manifest's compiler_flags).
 // Edge (de)quantization in the runtime adds input-quantization-in-rt=1,
 // output-dequantization-in-rt=1, or edge-quantization-in-rt=1 for both.
 struct CompilerOptions {
@@ -30,6 +31,7 @@ struct CompilerOptions {
   bool f32_to_f16 = false;          // enable_f32_to_f16_conversion
   bool match_power_of_two = false;  // match-power-of-two-quant-kernel=1
   bool input_in_runtime = false, output_in_runtime = false;
+  std::vector<std::string> extra_flags;  // a plugin manifest's compiler_flags, appended as given
   std::string model_kind;           // "integer only", "integer and float islands", "float only"
   std::vector<std::string> notes;
   std::string fe_args() const;      // space separated, "" when no flag

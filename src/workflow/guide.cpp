@@ -137,9 +137,18 @@ class Guide {
       throw_bad_input("", std::string("--edge-quant-auto measures which edge flag to set; it conflicts with --edge-quant ") +
                               to_string(params_.edge_quant));
     }
+    if (!params_.plugin.empty()) {
+      const char* other = params_.mode != GuideMode::kFull ? "--mode " : params_.ladder ? "--strategy ladder"
+                          : params_.explore ? "--explore" : !params_.config_path.empty() ? "--config" : nullptr;
+      if (other != nullptr) {
+        throw_bad_input("", "--plugin " + params_.plugin + " quantizes in place of the config, quantize and explore "
+                            "phases; it does not combine with " + other +
+                            (params_.mode != GuideMode::kFull ? std::string(to_string(params_.mode)) : ""));
+      }
+    }
     const WorkDirLock lock(params_.setup.work_dir);  // creates it; one run at a time
     switch (params_.mode) {
-      case GuideMode::kFull: full(); break;
+      case GuideMode::kFull: params_.plugin.empty() ? full() : plugin_mode(); break;
       case GuideMode::kDryRun: dry(); break;
       case GuideMode::kRequantize: requantize_mode(); break;
     }
@@ -221,6 +230,100 @@ class Guide {
     compile_phase(bench, chosen);
     report_.time_vs_bf16 =
         report_.explore() ? report_.explore()->final_time_vs_bf16 : bench.time_vs_full_bf16(chosen, *device_);
+  }
+
+  // --- --plugin: the plugin quantizes; validate and compile follow -------------------------
+  void plugin_mode() {
+    const ModelAnalysis analysis = analyze();
+    begin("plugin");
+    const PluginManifest manifest =
+        resolve_plugin(params_.plugin, plugin_search_path(params_.plugin_dirs), device_->name);
+    if (!manifest.consent.empty() && !params_.plugin_consent) {
+      throw_bad_input(manifest.manifest_path, "plugin '" + manifest.name + "' runs only with consent (--yes): " +
+                                                  manifest.consent);
+    }
+    allow_plugin_formats(manifest);
+    std::stringstream flags(manifest.compiler_flags);
+    for (std::string flag; flags >> flag;) plugin_flags_.push_back(flag);
+    PluginResult result{.manifest = manifest, .args = params_.plugin_args};
+    const PluginHost host{.model_path = params_.setup.model_path,
+                          .device = device_->name,
+                          .work_dir = params_.setup.work_dir,
+                          .op_types = op_types_of(analysis),
+                          .quantize = [&](const std::string& json, const std::string& output) {
+                            plugin_quantize(manifest, json, output);
+                            ++result.host_quantizations;
+                          }};
+    result.run = run_plugin(manifest, params_.plugin_args, host);
+    if (result.run.config_path.empty()) {
+      throw_bad_input(manifest.manifest_path, "plugin '" + manifest.name + "' returned a model without its config; "
+                                              "compile needs the config (the host's quantize writes one)");
+    }
+    report_.final_model_path = result.run.model_path;
+    report_.final_config_path = result.run.config_path;
+    end(std::move(result));
+
+    const QuantConfig config = load_config(report_.final_config_path);
+    if (const auto why = device_rejects(*device_, formats_used(config))) throw_bad_input(report_.final_config_path, *why);
+    if (!plugin_bench_) plugin_bench_.emplace(workbench(config));
+    begin("validate");
+    const Evaluation e = plugin_bench_->evaluate_model(load_model(report_.final_model_path));
+    current_.status = pass_fail(e.verdict.pass);
+    report_.pass = e.verdict.pass;
+    report_.criterion = e.verdict.criterion;
+    end(ValidateResult{.task = plugin_bench_->task().type, .metrics = e.metrics, .verdict = e.verdict});
+    compile_phase(*plugin_bench_, config);
+    report_.time_vs_bf16 = plugin_bench_->time_vs_full_bf16(config, *device_);
+  }
+
+  static std::vector<std::string> op_types_of(const ModelAnalysis& analysis) {
+    std::vector<std::string> out;
+    for (const auto& count : analysis.op_histogram) out.push_back(count.op_type);
+    return out;
+  }
+
+  // The device as the plugin extends it: the formats its manifest adds, on its devices. A
+  // format the device's profile has no speed for is priced as BF16 there (said once).
+  void allow_plugin_formats(const PluginManifest& manifest) {
+    plugin_formats_.assign(device_->formats.begin(), device_->formats.end());
+    for (const auto& name : manifest.formats) {
+      const auto id = format_from_name(name);
+      if (!id) throw_bad_input(manifest.manifest_path, "\"adds\": unknown format '" + name + "'");
+      if (std::ranges::find(plugin_formats_, *id) == plugin_formats_.end()) plugin_formats_.push_back(*id);
+    }
+    std::ranges::sort(plugin_formats_);
+    plugin_device_ = *device_;
+    plugin_device_.formats = plugin_formats_;
+    RelativeThroughput& speed = plugin_device_.throughput;
+    for (const auto& name : manifest.formats) {
+      const FormatId id = *format_from_name(name);
+      if (relative_speed(plugin_device_, id) > 0) continue;
+      const bool fp8 = id == FormatId::kFp8E4M3 || id == FormatId::kFp8E5M2;
+      const bool int4 = id == FormatId::kInt4 || id == FormatId::kUInt4;
+      double& field = format_traits(id).is_block ? speed.block : fp8 ? speed.fp8 : int4 ? speed.int4 : speed.bf16;
+      if (field > 0) continue;
+      field = speed.bf16;
+      log_warning(std::string(device_->name) + "'s profile has no speed for " + name + " (plugin " + manifest.name +
+                  "): expected compute times price it as BF16");
+    }
+    device_ = &plugin_device_;
+  }
+
+  // The host's quantize for the plugin: the run's model under the plugin's config, calibrated
+  // once per run (the first config sets the workbench's preparation), written with its config.
+  void plugin_quantize(const PluginManifest& manifest, const std::string& json, const std::string& output) {
+    const std::string label = "plugin " + manifest.name + "'s config";
+    nlohmann::ordered_json parsed;
+    try {
+      parsed = nlohmann::ordered_json::parse(json);
+    } catch (const nlohmann::json::exception& e) {
+      throw_bad_input(label, std::string("not valid JSON: ") + e.what());
+    }
+    const QuantConfig config = parse_config(parsed, label);
+    if (const auto why = device_rejects(*device_, formats_used(config))) throw_bad_input(label, *why);
+    if (!plugin_bench_) plugin_bench_.emplace(workbench(config));
+    save_model(plugin_bench_->for_writing(plugin_bench_->build(config), output), output);
+    save_config(config, fs::path(output).replace_extension(".config.json").string(), params_.config_shape);
   }
 
   // --strategy ladder: the ladder replaces config/quantize/validate/explore; the rung it keeps
@@ -483,6 +586,7 @@ class Guide {
   CompilerOptions compiler_options(const ModelAnalysis& final_analysis, const QuantConfig& final_config,
                                    const EdgeCheck& edges, const std::optional<EdgeProbe>& probe) const {
     CompilerOptions compiler = derive_compiler_options(final_analysis, formats_used(final_config));
+    compiler.extra_flags = plugin_flags_;
     if (probe) {
       compiler.input_in_runtime = probe->advice == EdgeAdvice::kEnable && probe->inputs;
       compiler.output_in_runtime = probe->advice == EdgeAdvice::kEnable && probe->outputs;
@@ -655,6 +759,12 @@ class Guide {
   GuideReport report_;
   std::vector<std::vector<AlgorithmEntry>> recovery_ladder_;  // the proposed config's plan's
   std::optional<AccuracyObjective> objective_;              // set once the workbench knows the task
+  // --plugin: the workbench of the host's quantize and of validate/compile, the device with the
+  // formats the plugin adds, and its compiler flags.
+  std::optional<Workbench> plugin_bench_;
+  std::vector<FormatId> plugin_formats_;
+  DeviceProfile plugin_device_{};
+  std::vector<std::string> plugin_flags_;
   GuidePhase current_;
   Clock::time_point phase_start_;
 };

@@ -58,6 +58,7 @@ std::string CompilerOptions::fe_args() const {
   std::vector<std::string> flags;
   if (match_power_of_two) flags.emplace_back(kMatchPowerOfTwo);
   if (const std::string edge = edge_flag(input_in_runtime, output_in_runtime); !edge.empty()) flags.push_back(edge);
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
   std::string out;
   for (const auto& flag : flags) out += (out.empty() ? "" : " ") + flag;
   return out;
@@ -77,8 +78,14 @@ CompilerOptions derive_compiler_options(const ModelAnalysis& model, const std::v
   const auto uses = [&](FormatId id) { return std::ranges::find(formats, id) != formats.end(); };
   // FP16 where the model's float compute is FP16 (ve2's lifts); BF16 otherwise.
   const bool fp16 = (c.fp16 > 0 && c.bf16 == 0) || (uses(FormatId::kFloat16) && !uses(FormatId::kBFloat16));
+  const bool block = std::ranges::any_of(formats, [](FormatId id) { return block_format(id) != nullptr; });
   if (c.compute_nodes == 0) {
     options.model_kind = "no compute nodes";
+  } else if (block) {
+    // A block format's quantize-dequantize leaves float arithmetic between its ops.
+    options.model_kind = "block formats";
+    (fp16 ? options.f32_to_f16 : options.f32_to_bf16) = true;
+    options.match_power_of_two = std::ranges::any_of(formats, [](FormatId id) { return format_traits(id).is_qdq; });
   } else if (float_compute == 0) {
     options.model_kind = "integer only";
   } else {
@@ -86,7 +93,7 @@ CompilerOptions derive_compiler_options(const ModelAnalysis& model, const std::v
     (fp16 ? options.f32_to_f16 : options.f32_to_bf16) = true;
     options.match_power_of_two = c.quantized > 0;
   }
-  if (std::ranges::any_of(formats, [](FormatId id) { return block_format(id) != nullptr; })) {
+  if (block) {
     options.notes.push_back("block formats (" + format_names(formats) +
                             "): their compiler flags come from the plugin that supplies them on the NPU");
   }

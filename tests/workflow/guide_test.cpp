@@ -224,6 +224,55 @@ TEST_F(GuideTest, EdgeQuantAutoComparesBothBuildsAndSetsTheFlagWhenItPays) {
   }
 }
 
+// --plugin: the block-formats plugin (built from this repo) quantizes through the host's
+// quantize; validate judges its model and compile derives the compiler options, with the flags
+// a manifest adds. The formats it adds are allowed on ve2 for the run only.
+TEST_F(GuideTest, APluginQuantizesAndGuideValidatesAndCompilesItsModel) {
+  GuideParams p = params();
+  p.plugin = "block-formats";
+  p.plugin_args = {"quantize", "--format", "mx9"};
+  p.plugin_dirs = {MIXPREC_TEST_PLUGINS_DIR};
+  // The banner needs consent: without it nothing runs.
+  try {
+    guide(p);
+    FAIL() << "ran without consent";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runs only with consent (--yes)"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path("work/block-formats.mx9.onnx")));
+
+  // A copy of the plugin whose manifest names a compiler flag, found first on the path.
+  const fs::path flagged = path("plugins/flagged");
+  fs::create_directories(flagged);
+  auto manifest = nlohmann::json::parse(read_file(std::string(MIXPREC_TEST_PLUGINS_DIR) + "/block-formats/plugin.json", "m"));
+  manifest["name"] = "flagged";
+  manifest["compiler_flags"] = "experimental-bfp=1";
+  std::ofstream(flagged / "plugin.json") << manifest.dump();
+  fs::create_symlink(std::string(MIXPREC_TEST_PLUGINS_DIR) + "/block-formats/libmixprec_block_formats.so",
+                     flagged / "libmixprec_block_formats.so");
+  p.plugin = "flagged";
+  p.plugin_dirs.insert(p.plugin_dirs.begin(), path("plugins"));
+  p.plugin_consent = true;
+  const GuideReport r = guide(p);
+  EXPECT_EQ(names(r), (std::vector<std::string>{"analyze", "plugin", "validate", "compile"}));
+  ASSERT_NE(r.result<PluginResult>(), nullptr);
+  EXPECT_EQ(r.result<PluginResult>()->host_quantizations, 1u);
+  EXPECT_EQ(r.final_model_path, path("work/block-formats.mx9.onnx"));
+  const QuantConfig written = load_config(r.final_config_path);
+  EXPECT_EQ(formats_used(written), (std::vector<FormatId>{FormatId::kBFloat16, FormatId::kMx9}));
+  // validate judges the plugin's model like any other: the test model's outlier activation
+  // ("mix") shares its blocks' exponent and flattens the rest of each block (7.3 dB < 30 dB).
+  EXPECT_EQ(phase(r, "validate").status, PhaseStatus::kFail);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(lines(r, "validate").at(0).rfind("worst output: PSNR 7.", 0), 0u) << lines(r, "validate").at(0);
+  const auto vaiml = nlohmann::json::parse(read_file(r.provider_config_path, "provider config"))["passes"][0]["vaiml_config"];
+  EXPECT_EQ(vaiml["enable_f32_to_bf16_conversion"], true);
+  EXPECT_EQ(vaiml["fe_args"], "experimental-bfp=1");
+
+  p.explore = true;  // the plugin replaces the config..explore phases
+  EXPECT_THROW(guide(p), Error);
+}
+
 TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
   GuideParams p = params();
   p.deployment.device = "cpu";

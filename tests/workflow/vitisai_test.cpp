@@ -50,7 +50,12 @@ TEST(CompilerOptions, FollowWhatTheModelComputesIn) {
   EXPECT_TRUE(o.f32_to_bf16);
   EXPECT_EQ(o.fe_args(), "");
 
-  o = derive_compiler_options(with_coverage(0, 0, 0, 5), {FormatId::kBfp16});
+  o = derive_compiler_options(with_coverage(5, 0, 0, 0), {FormatId::kBfp16});  // analysis counts block nodes as quantized
+  EXPECT_EQ(o.model_kind, "block formats");
+  EXPECT_TRUE(o.f32_to_bf16);
+  EXPECT_FALSE(o.match_power_of_two);
+  EXPECT_EQ(derive_compiler_options(with_coverage(5, 0, 0, 0), {FormatId::kXInt8, FormatId::kMx9}).fe_args(),
+            "match-power-of-two-quant-kernel=1");
   ASSERT_EQ(o.notes.size(), 1u);
   EXPECT_NE(o.notes[0].find("plugin"), std::string::npos) << o.notes[0];
 
