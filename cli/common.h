@@ -92,6 +92,7 @@ Command add_ladder(CLI::App& app);
 Command add_plan(CLI::App& app);
 Command add_report(CLI::App& app);
 Command add_plugins(CLI::App& app);
+Command add_mha_mx9(CLI::App& app);
 
 // `--plugin NAME ARGS...`: everything after NAME belongs to the plugin, untouched (cli/plugins.cpp).
 // main() takes it off the command line before parsing; guide reads it back.

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {add_guide(app), add_analyze(app), add_run(app), add_quantize(app),
                                          add_dequantize(app), add_patch(app), add_compare(app), add_explore(app), add_dry_run(app),
                                          add_requantize(app), add_ladder(app), add_plan(app),
-                                         add_report(app), add_plugins(app)};
+                                         add_report(app), add_plugins(app), add_mha_mx9(app)};
 
   // `--plugin NAME ARGS...`: the plugin's arguments never reach the parser.
   std::vector<std::string> args(argv, argv + argc);

@@ -127,4 +127,25 @@ struct PatchReport {
 
 PatchReport patch_job(const PatchParams& params);
 
+// mha-mx9: the ViT MHA-MX9 pipeline (src/rewrite/mha_mx9.h) on a float or QDQ ViT encoder, the
+// rewritten model's outputs compared with the input model's on the same samples.
+struct MhaMx9Params {
+  // model_path; evaluation: the samples the outputs are compared on (empty: evaluation_data()'s
+  // rule, four seeded random samples by default); its input_shapes pin dynamic input dims first.
+  EvaluationSetup setup;
+  std::string output_path;
+};
+
+struct MhaMx9Report {
+  std::string output_path;
+  MhaMx9Summary summary;
+  std::vector<std::string> pinned_inputs;  // "x 1x3x224x224", for inputs --input-shape pinned
+  size_t samples = 0;
+  std::string data_description;
+  std::vector<OutputMetrics> metrics;      // the rewritten model against the input model
+  std::vector<std::string> warnings;
+};
+
+MhaMx9Report mha_mx9_job(const MhaMx9Params& params);
+
 }  // namespace mixprec

@@ -17,6 +17,7 @@ namespace mixprec {
 std::string quantize_text(const QuantizeReport& report);
 std::string dequantize_text(const DequantizeReport& report);
 std::string patch_text(const PatchReport& report);
+std::string mha_mx9_text(const MhaMx9Report& report);
 
 // task, data, the metrics table and the verdict.
 std::string compare_text(const CompareReport& report, const std::string& model_label);

@@ -102,6 +102,20 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                                 const std::string& label, const RankLookup& rank_of = {},
                                 RewriteSummary* summary = nullptr);
 
+// What the ViT MHA-MX9 pipeline did (mha-mx9; src/rewrite/mha_mx9.h has the steps).
+struct MhaMx9Step {
+  std::string name;                 // "split fused QKV", ...
+  size_t edits = 0;                 // projections split, pairs stripped, operands wrapped, adds converted
+  std::vector<std::string> nodes;   // what it changed (node labels)
+  std::vector<std::string> notes;   // what it left, and why
+};
+
+struct MhaMx9Summary {
+  std::vector<MhaMx9Step> steps;
+  size_t attention_blocks = 0;      // P.V MatMuls found
+  std::string opset_raised;         // "11 -> 13" when the bf16 casts needed a newer opset
+};
+
 // What vaip_patch changed; each count is nodes.
 struct VaipPatchSummary {
   int64_t retagged = 0;             // com.microsoft Q/DQ now in the default domain

@@ -60,6 +60,14 @@ onnx::AttributeProto make_int_attribute(const std::string& name, int64_t value) 
   return attribute;
 }
 
+onnx::AttributeProto make_ints_attribute(const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto attribute;
+  attribute.set_name(name);
+  attribute.set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) attribute.add_ints(v);
+  return attribute;
+}
+
 onnx::AttributeProto make_string_attribute(const std::string& name, const std::string& value) {
   onnx::AttributeProto attribute;
   attribute.set_name(name);

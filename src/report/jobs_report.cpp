@@ -137,6 +137,28 @@ std::string patch_text(const PatchReport& r) {
   return out.str();
 }
 
+std::string mha_mx9_text(const MhaMx9Report& r) {
+  std::ostringstream out;
+  out << "model    " << r.output_path << "\n";
+  for (const auto& pinned : r.pinned_inputs) out << "pinned   " << pinned << "\n";
+  if (!r.summary.opset_raised.empty()) out << "opset    " << r.summary.opset_raised << " (Cast to bfloat16 needs 13)\n";
+  out << "attention blocks " << r.summary.attention_blocks << "\n";
+  for (const MhaMx9Step& step : r.summary.steps) {
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-36s %4zu", step.name.c_str(), step.edits);
+    out << line;
+    if (!step.nodes.empty()) {
+      out << "  (" << step.nodes.front() << (step.nodes.size() > 1 ? ", ..." : "") << ")";
+    }
+    out << "\n";
+    for (const auto& note : step.notes) out << "    note: " << note << "\n";
+  }
+  out << "static   every tensor's shape static after each step (shape inference, data propagation)\n"
+      << "checked  against the input model on " << r.samples << " sample(s) (" << r.data_description << ")\n"
+      << metrics_table({{"mha-mx9", r.metrics}}, TaskType::kUnknown);
+  return out.str();
+}
+
 std::string compare_text(const CompareReport& r, const std::string& model_label) {
   std::ostringstream out;
   out << "task     " << to_string(r.task.type) << " (" << r.task.reason << ")\n"
