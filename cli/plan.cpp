@@ -13,7 +13,7 @@ Command add_plan(CLI::App& app) {
     std::string model, output = "quant_plan.json", target = "cpu", goal = "accuracy", device, preset, calib_method;
     std::vector<std::string> algorithms;
     size_t samples = 0;
-    bool yes = false, force = false, json = false, schema = false;
+    bool yes = false, force = false, json = false, schema = false, ffn_only = false;
     ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
@@ -29,6 +29,8 @@ Command add_plan(CLI::App& app) {
   cmd->add_option("--calib-samples", flags->samples, "calibration samples (default: 256 for accuracy, else 100)");
   cmd->add_option("--algorithm", flags->algorithms,
                   "add an algorithm (repeatable): fold_batchnorm, cle, bias_correction, adaround, adaquant, smoothquant, gptq");
+  cmd->add_flag("--ffn-only", flags->ffn_only,
+                "the config quantizes only the MLP blocks' and attention projections' weight MatMul/Gemm; the rest stays float");
   cmd->add_flag("--force", flags->force, "keep a request a hard gate rejects; the plan records it as a high risk");
   cmd->add_flag("--yes", flags->yes, "accept a draft plan (unknown architecture) as confirmed");
   cmd->add_option("-o,--output", flags->output, "plan file to write")->capture_default_str();
@@ -52,6 +54,7 @@ Command add_plan(CLI::App& app) {
             params.calibration_samples = flags->samples;
             params.algorithms = flags->algorithms;
             params.force = flags->force;
+            params.ffn_only = flags->ffn_only;
             params.confirmed = flags->yes;
             const QuantPlan plan = make_plan(params);
             const ConfigShape shape = flags->config_format.resolve();

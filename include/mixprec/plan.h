@@ -54,6 +54,10 @@ struct PlanParams {
   std::vector<std::string> algorithms;     // requested on top of the plan's own
   bool force = false;                      // keep a request a gate rejects, as a high risk
   bool confirmed = false;                  // --yes: a draft (unknown architecture) is accepted
+  // --ffn-only: the config quantizes only the MLP blocks' and attention projections' weight
+  // MatMul/Gemm (feed_forward_nodes(); quantize_only_nodes()), with the chosen preset's layer;
+  // Softmax, LayerNorm arithmetic and everything else stay float. kBadInput when the model has none.
+  bool ffn_only = false;
   // A backend missing from the loaded ONNX Runtime is a risk; guide turns it off because it
   // compiles on the provider it is given and says so there.
   bool backend_risk = true;

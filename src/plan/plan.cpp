@@ -112,6 +112,7 @@ class Planner {
     decide_algorithms();
     decide_recovery_ladder();
     decide_lists();
+    decide_scope();
     decide_external_data();
     decide_evaluation();
     build_config();
@@ -437,6 +438,21 @@ class Planner {
     }
   }
 
+  // --ffn-only: which nodes the preset's layer reaches.
+  void decide_scope() {
+    if (!params_.ffn_only) return;
+    const ArchitectureInference& a = analysis_.architecture;
+    ffn_nodes_ = feed_forward_nodes(a);
+    if (ffn_nodes_.empty()) {
+      throw_bad_input(params_.setup.model_path, "--ffn-only: the model has no MLP block or attention projection with a "
+                                                "constant weight (mixprec analyze lists them)");
+    }
+    decide("scope", "feed-forward only: " + std::to_string(ffn_nodes_.size()) + " weight MatMul/Gemm",
+           std::to_string(a.mlp_blocks.size()) + " MLP blocks and " + std::to_string(a.attention_projections.size()) +
+               " attention projections get " + plan_.preset + "'s layer; Softmax, LayerNorm arithmetic and every other "
+               "node stay float (--ffn-only)");
+  }
+
   void decide_external_data() {
     plan_.external_data = plan_.model_bytes > kTwoGigabytes;
     decide("external data", plan_.external_data ? "yes" : "no",
@@ -476,6 +492,7 @@ class Planner {
       bf16.layer_config = preset_config("BF16")->global;
       config.specific.push_back(bf16);
     }
+    if (params_.ffn_only) quantize_only_nodes(config, ffn_nodes_, params_.setup.model_path);
     plan_.config = config;
   }
 
@@ -485,6 +502,7 @@ class Planner {
   const PresetChoice* choice_ = nullptr;  // the table's row for the target and goal
   QuantConfig preset_;                 // the chosen preset's config
   std::vector<FormatId> formats_;      // and the formats it uses
+  std::vector<std::string> ffn_nodes_;  // --ffn-only: the nodes the preset's layer reaches
 };
 
 }  // namespace

@@ -106,6 +106,30 @@ TEST_F(PlanTest, TheDecisionTableCoversWhatSpecAsks) {
   EXPECT_TRUE(plan.config.extra.ort_cpu_fusion);
 }
 
+// --ffn-only: the preset's layer reaches only the attention projections' weight MatMuls of the
+// attention model (proj_q/k/v; qk and pv multiply activations); everything else stays float.
+TEST_F(PlanTest, FfnOnlyScopesTheConfigToTheFeedForwardNodes) {
+  PlanParams p = params(save(testing::attention_model(1), "attn.onnx"), PlanTarget::kNpuTransformer);
+  p.ffn_only = true;
+  const QuantPlan plan = make_plan(p);
+  const PlanDecision& scope = decision(plan, "scope");
+  EXPECT_EQ(scope.value.rfind("feed-forward only: ", 0), 0u) << scope.value;
+  EXPECT_FALSE(plan.config.global.input_tensors.has_value());
+  EXPECT_FALSE(plan.config.global.weight.has_value());
+  ASSERT_FALSE(plan.config.specific.empty());
+  const std::vector<std::string> ffn = plan.config.specific.front().target_node_names;
+  EXPECT_NE(std::ranges::find(ffn, "proj_q"), ffn.end());
+  EXPECT_EQ(std::ranges::find(ffn, "qk"), ffn.end());
+  EXPECT_EQ(std::ranges::find(ffn, "pv"), ffn.end());
+  EXPECT_EQ(plan.config.specific.front().layer_config.weight->format, FormatId::kXInt8);
+  EXPECT_EQ(plan_from_json(plan_to_json(plan), "plan"), plan);
+
+  // A model without feed-forward parts is refused, naming it.
+  PlanParams cnn = params(save(testing::conv_chain(2), "cnn.onnx"), PlanTarget::kCpu);
+  cnn.ffn_only = true;
+  EXPECT_NE(error_of(cnn).find("cnn.onnx: --ffn-only: the model has no MLP block"), std::string::npos) << error_of(cnn);
+}
+
 TEST_F(PlanTest, NpuCnnRejectsANonPowerOfTwoPresetAndNamesTheNearest) {
   const std::string file = save(testing::conv_chain(2), "cnn.onnx");
   PlanParams p = params(file, PlanTarget::kNpuCnn);
