@@ -206,6 +206,7 @@ struct ModelAnalysis {
   std::vector<TensorInfo> inputs;     // main-graph inputs that are not initializers
   std::vector<TensorInfo> outputs;    // main-graph outputs
   std::vector<std::string> dynamic_dims;  // dynamic_dims(): empty when every declared shape is static
+  std::vector<std::string> body_dynamic_dims;  // body_dynamic_dims(): inside If/Loop/Scan bodies
   std::vector<ComputeOpCount> compute_ops;  // total descending, then op_type ascending
   Coverage coverage;
   // One row per graph holding compute nodes, main graph first, then bodies in node order;
@@ -221,6 +222,9 @@ struct ModelAnalysis {
 // "'name' (no shape)" for a tensor without one). Empty: the declared shapes are all static, as
 // the VAIML compiler needs them.
 std::vector<std::string> dynamic_dims(const onnx::ModelProto& model);
+// The same for the inputs, outputs and value_info of every If/Loop/Scan body, each prefixed by
+// its body's scope ("If_0.then_branch/'h' dim 0 (unknown)"; nested bodies "If_0.else_branch/Loop_3.body/").
+std::vector<std::string> body_dynamic_dims(const onnx::ModelProto& model);
 
 // Analyzes `model`; `model_path` only names the model in errors and in the result.
 ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& model_path);

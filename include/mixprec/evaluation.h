@@ -85,6 +85,11 @@ struct StaticShapeSummary {
   std::vector<std::string> inputs;  // "x 1x3x640x640", when pinned
   size_t value_infos = 0;           // tensors whose static shape the model now declares
   std::vector<std::string> dynamic_in_input;  // the input model's dynamic dims (dynamic_dims)
+  // If/Loop/Scan bodies: a run does not observe them, so ONNX shape inference (data
+  // propagation on) declares what the main graph's shapes determine; what stays dynamic or
+  // undeclared is listed (body_dynamic_dims) and warned about, not refused.
+  size_t body_value_infos = 0;
+  std::vector<std::string> body_dynamic;
 };
 
 struct DeploymentTarget {

@@ -144,6 +144,7 @@ ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& mo
   }
   for (const onnx::ValueInfoProto& output : model.graph().output()) result.outputs.push_back(describe_value(output));
   result.dynamic_dims = dynamic_dims(model);
+  result.body_dynamic_dims = body_dynamic_dims(model);
 
   const std::vector<std::optional<Precision>> precisions = analysis::classify_compute_nodes(graph);
   result.compute_ops = analysis::count_compute_ops(graph, precisions);

@@ -6,8 +6,8 @@
 namespace mixprec {
 namespace {
 
-void add_dynamic(const onnx::ValueInfoProto& info, std::vector<std::string>& out) {
-  const std::string name = "'" + info.name() + "'";
+void add_dynamic(const onnx::ValueInfoProto& info, std::vector<std::string>& out, const std::string& scope = "") {
+  const std::string name = scope + "'" + info.name() + "'";
   if (!info.type().has_tensor_type()) return;  // sequences, maps: not the compiler's tensors
   const auto& type = info.type().tensor_type();
   if (!type.has_shape()) {
@@ -24,7 +24,37 @@ void add_dynamic(const onnx::ValueInfoProto& info, std::vector<std::string>& out
   }
 }
 
+// Every body of `graph`'s nodes, depth first, with its scope ("If_0.then_branch/").
+void visit_bodies(const onnx::GraphProto& graph, const std::string& scope,
+                  std::vector<std::pair<std::string, const onnx::GraphProto*>>& out) {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    const std::string label = node.name().empty() ? node.op_type() + "#" + std::to_string(i) : node.name();
+    for (const auto& attr : node.attribute()) {
+      const auto add = [&](const onnx::GraphProto& body) {
+        const std::string inner = scope + label + "." + attr.name() + "/";
+        out.emplace_back(inner, &body);
+        visit_bodies(body, inner, out);
+      };
+      if (attr.has_g()) add(attr.g());
+      for (const auto& g : attr.graphs()) add(g);
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> body_dynamic_dims(const onnx::ModelProto& model) {
+  std::vector<std::pair<std::string, const onnx::GraphProto*>> bodies;
+  visit_bodies(model.graph(), "", bodies);
+  std::vector<std::string> out;
+  for (const auto& [scope, body] : bodies) {
+    for (const auto* list : {&body->input(), &body->output(), &body->value_info()}) {
+      for (const auto& info : *list) add_dynamic(info, out, scope);
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> dynamic_dims(const onnx::ModelProto& model) {
   const onnx::GraphProto& g = model.graph();

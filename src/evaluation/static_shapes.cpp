@@ -4,9 +4,13 @@
 #include <map>
 #include <set>
 
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
 #include "common/text.h"
 #include "mixprec/analysis.h"
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "mixprec/tensor.h"
 
 namespace mixprec {
@@ -22,6 +26,66 @@ void set_shape(onnx::ValueInfoProto& info, const ObservedTensor& seen) {
 
 std::string shape_text(const Shape& shape) {
   return text::join_each(shape, [](int64_t d) { return std::to_string(d); }, "x");
+}
+
+bool static_info(const onnx::ValueInfoProto& info) {
+  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return false;
+  return std::ranges::all_of(info.type().tensor_type().shape().dim(),
+                             [](const auto& d) { return d.has_dim_value() && d.dim_value() > 0; });
+}
+
+bool has_bodies(const onnx::GraphProto& graph) {
+  return std::ranges::any_of(graph.node(), [](const onnx::NodeProto& node) {
+    return std::ranges::any_of(node.attribute(), [](const auto& a) { return a.has_g() || a.graphs_size() > 0; });
+  });
+}
+
+// Drops the value_info entries of `graph` and its bodies that inference left without a static
+// shape; counts the static ones of the bodies (depth > 0).
+void keep_static_value_info(onnx::GraphProto& graph, int depth, size_t& body_static) {
+  auto& infos = *graph.mutable_value_info();
+  infos.erase(std::remove_if(infos.begin(), infos.end(), [](const auto& v) { return !static_info(v); }), infos.end());
+  if (depth > 0) body_static += static_cast<size_t>(infos.size());
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) keep_static_value_info(*attr.mutable_g(), depth + 1, body_static);
+      for (auto& g : *attr.mutable_graphs()) keep_static_value_info(g, depth + 1, body_static);
+    }
+  }
+}
+
+// The bodies' shapes from the main graph's observed ones (the taps reach the main graph only),
+// kept only when ONNX Runtime builds and runs the model with them: ONNX's inference can get a
+// body wrong (a branch never taken, shapes that depend on data), and a wrong declared shape
+// fails the session.
+void declare_body_shapes(onnx::ModelProto& model, StaticShapeSummary& summary, const NamedTensors& sample,
+                         const SessionOptions& session, const std::string& label) {
+  if (!has_bodies(model.graph())) return;
+  onnx::ModelProto inferred = model;
+  std::string refused;
+  try {
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(false, 0, true));
+    size_t body_static = 0;
+    keep_static_value_info(*inferred.mutable_graph(), 0, body_static);
+    (void)Session::from_model(inferred, label, session).run(sample);
+    summary.body_value_infos = body_static;
+    model = std::move(inferred);
+  } catch (const std::exception& e) {
+    refused = e.what();
+  }
+  summary.body_dynamic = body_dynamic_dims(model);
+  if (!refused.empty()) {
+    log_warning(label + ": the shapes ONNX shape inference gives the If/Loop/Scan bodies are not declared: " +
+                "ONNX Runtime refuses them (" + refused + ")");
+  }
+  if (!summary.body_dynamic.empty()) {
+    log_warning(label + ": " + std::to_string(summary.body_dynamic.size()) +
+                " dims inside If/Loop/Scan bodies stay dynamic or undeclared (" + summary.body_dynamic.front() +
+                (summary.body_dynamic.size() > 1 ? ", ..." : "") +
+                "): a run cannot observe them; the VAIML compiler needs them static (control flow usually stays on "
+                "the CPU)");
+  }
 }
 
 }  // namespace
@@ -86,6 +150,19 @@ StaticShapeSummary declare_static_shapes(onnx::ModelProto& model, const std::vec
     set_shape(info, it->second);
     ++summary.value_infos;
   }
+  // ONNX Runtime infers If/Loop bodies from the declared shapes of what they read; a model whose
+  // bodies it cannot infer once the shapes are static is refused with its reason (silero's VAD:
+  // with its inputs pinned, the inference of its LSTM branch fails).
+  if (has_bodies(g)) {
+    try {
+      (void)Session::from_model(model, label, session);
+    } catch (const std::exception& e) {
+      throw_unsupported(label, std::string("with static shapes declared, ONNX Runtime's shape inference of the "
+                                           "If/Loop/Scan bodies fails (") + e.what() +
+                                   "): the model cannot be written static; quantize it without --make-static");
+    }
+  }
+  declare_body_shapes(model, summary, first, session, label);
   if (const std::vector<std::string> left = dynamic_dims(model); !left.empty()) {
     throw Error(ErrorKind::kInternal, output,
                 "the quantized model has " + std::to_string(left.size()) + " dynamic dims where it must be static (" +

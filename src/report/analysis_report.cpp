@@ -130,6 +130,7 @@ nlohmann::ordered_json analysis_to_json(const ModelAnalysis& analysis) {
   json["inputs"] = tensors_json(analysis.inputs);
   json["outputs"] = tensors_json(analysis.outputs);
   json["dynamic_dims"] = analysis.dynamic_dims;
+  json["body_dynamic_dims"] = analysis.body_dynamic_dims;
   json["op_histogram"] = std::move(histogram);
   json["compute_ops"] = std::move(compute_ops);
   const auto coverage_json = [](const Coverage& c) {
@@ -206,6 +207,12 @@ std::string analysis_to_table(const ModelAnalysis& analysis, const AnalysisTable
     shapes.add({"static", dims.empty() ? "yes: every declared input, output and value_info dim is a number"
                                        : "no: " + std::to_string(dims.size()) + " dynamic dims (" + join(shown, ", ") +
                                              (dims.size() > kShown ? ", ..." : "") + "); quantize --make-static pins them"});
+    if (const auto& body = analysis.body_dynamic_dims; !body.empty()) {
+      std::vector<std::string> first(body.begin(), body.begin() + static_cast<long>(std::min(kShown, body.size())));
+      shapes.add({"in bodies", std::to_string(body.size()) + " dynamic or undeclared dims inside If/Loop/Scan bodies (" +
+                                   join(first, ", ") + (body.size() > kShown ? ", ..." : "") +
+                                   "); quantize --make-static infers what the main graph's shapes determine"});
+    }
     text += section("Shapes", shapes);
   }
 

@@ -99,6 +99,10 @@ std::string quantize_text(const QuantizeReport& r) {
     out << "shapes       static: " << shapes.value_infos << " tensors' shapes declared from one run and checked";
     if (shapes.inputs_pinned) out << ", inputs pinned to " << text::join(shapes.inputs);
     out << "\n";
+    if (shapes.body_value_infos > 0 || !shapes.body_dynamic.empty()) {
+      out << "  in bodies  " << shapes.body_value_infos << " static shapes inferred inside If/Loop/Scan bodies, "
+          << shapes.body_dynamic.size() << " dims left dynamic or undeclared\n";
+    }
   } else if (!shapes.dynamic_in_input.empty()) {
     out << "shapes       the input model has " << shapes.dynamic_in_input.size() << " dynamic dims ("
         << shapes.dynamic_in_input.front() << (shapes.dynamic_in_input.size() > 1 ? ", ..." : "")

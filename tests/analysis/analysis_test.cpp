@@ -580,7 +580,7 @@ TEST(AnalysisReportTest, JsonHasStableKeysAndValues) {
   const nlohmann::ordered_json json = analysis_to_json(analyze(testing::qdq_conv_chain(2)));
   std::vector<std::string> keys;
   for (const auto& item : json.items()) keys.push_back(item.key());
-  EXPECT_EQ(keys, (std::vector<std::string>{"model", "quantization", "inputs", "outputs", "dynamic_dims", "op_histogram", "compute_ops",
+  EXPECT_EQ(keys, (std::vector<std::string>{"model", "quantization", "inputs", "outputs", "dynamic_dims", "body_dynamic_dims", "op_histogram", "compute_ops",
                                             "coverage", "graph_coverage", "islands", "task", "architecture"}));
   EXPECT_TRUE(json["graph_coverage"].empty());  // no If/Loop/Scan body
   std::vector<std::string> quant_keys;

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <iostream>
 #include <string>
 
+#include "mixprec/error.h"
 #include "mixprec/jobs.h"
+#include "mixprec/model_io.h"
 #include "support/cli_runner.h"
 #include "support/speech_frames.h"
 #include "support/temp_dir.h"
@@ -126,6 +130,30 @@ TEST_F(ControlFlowRealModel, ExploreLiftsLayersInsideTheBranchesToMeetTheTarget)
   EXPECT_GE(count, 1);
   EXPECT_LT(count, 16);
   EXPECT_NE(run.out.find("If_0.then_branch/"), std::string::npos);
+}
+
+// --make-static on the VAD: with its inputs pinned, ONNX Runtime's shape inference of its If
+// branch (the encoder and the LSTM) fails, so no static version of it loads: refused with the
+// reason, nothing written. analyze lists the dims its bodies leave open.
+TEST_F(ControlFlowRealModel, MakeStaticRefusesWhatOnnxRuntimeCannotInferStatic) {
+  QuantizeParams params;
+  params.setup.model_path = kModel;
+  params.output_path = path("static.onnx");
+  params.config.preset = "U8S8";
+  params.setup.calibration.data.files = calib_;
+  params.make_static = true;
+  try {
+    quantize_job(params);
+    ADD_FAILURE() << "a static VAD was written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(e.message().find("shape inference of the If/Loop/Scan bodies fails"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("LSTM"), std::string::npos) << e.message();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("static.onnx")));
+  const std::vector<std::string> open = body_dynamic_dims(load_model(kModel));
+  EXPECT_FALSE(open.empty());
+  EXPECT_EQ(open.front().rfind("If_0.", 0), 0u) << open.front();
 }
 
 }  // namespace

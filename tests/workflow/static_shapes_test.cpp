@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 
 #include "mixprec/analysis.h"
 #include "mixprec/config.h"
@@ -129,6 +130,58 @@ TEST_F(StaticShapesTest, ADataDependentShapeIsRefusedWithNothingWritten) {
         << e.message();
   }
   EXPECT_FALSE(std::filesystem::exists(path("nz.onnx")));
+}
+
+// An If whose branches read x: a run sees only the main graph (and one branch), so the bodies'
+// shapes come from ONNX shape inference on the main graph's observed ones, checked by ONNX
+// Runtime before they are kept; the body outputs, declared without a shape, are inferred too.
+TEST_F(StaticShapesTest, MakeStaticInfersTheShapesInsideIfBodies) {
+  const auto branch = [](const std::string& tag, const std::string& act) {
+    return ModelBuilder()
+        .add_node("MatMul", {"x", "w_" + tag}, {"h_" + tag}, {}, "mm_" + tag)
+        .add_node(act, {"h_" + tag}, {"out_" + tag}, {}, "act_" + tag)
+        .add_output("out_" + tag, TensorProto::FLOAT)
+        .build()
+        .graph();
+  };
+  onnx::GraphProto then_branch = branch("t", "Relu"), else_branch = branch("e", "Sigmoid");
+  then_branch.set_name("then");
+  else_branch.set_name("else");
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", TensorProto::FLOAT, {std::string("batch"), 4})
+                                     .add_initializer("w_t", {4, 3}, testing::deterministic_values(12, 3))
+                                     .add_initializer("w_e", {4, 3}, testing::deterministic_values(12, 4))
+                                     .add_initializer("zero", {}, {0.0f})
+                                     .add_node("ReduceSum", {"x"}, {"total"}, {testing::attr_int("keepdims", 0)}, "sum")
+                                     .add_node("Greater", {"total", "zero"}, {"positive"}, {}, "test")
+                                     .add_node("If", {"positive"}, {"y"},
+                                               {testing::attr_graph("then_branch", then_branch),
+                                                testing::attr_graph("else_branch", else_branch)},
+                                               "branch")
+                                     .add_output("y", TensorProto::FLOAT, {std::string("batch"), 3})
+                                     .build();
+  EXPECT_EQ(analyze_model(model, "if.onnx").body_dynamic_dims,
+            (std::vector<std::string>{"branch.then_branch/'out_t' (no shape)", "branch.else_branch/'out_e' (no shape)"}));
+  QuantizeParams q = params(model, "if_static.onnx");
+  q.setup.calibration.data.input_shapes = {{"x", {3, 4}}};
+  q.make_static = true;
+  const QuantizeReport r = quantize_job(q);
+  EXPECT_TRUE(r.static_shapes.checked);
+  EXPECT_GT(r.static_shapes.body_value_infos, 0u);
+  const onnx::ModelProto written = load_model(path("if_static.onnx"));
+  EXPECT_TRUE(dynamic_dims(written).empty());
+  std::cout << "[ measured ] If model --make-static: " << r.static_shapes.body_value_infos << " body shapes, "
+            << r.static_shapes.body_dynamic.size() << " body dims open\n";
+  for (const auto& attr : written.graph().node(written.graph().node_size() - 1).attribute()) {
+    if (attr.name() != "then_branch") continue;
+    const onnx::ValueInfoProto* h = nullptr;
+    for (const auto& info : attr.g().value_info()) {
+      if (info.name() == "h_t") h = &info;
+    }
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(dims_of(*h), (std::vector<int64_t>{3, 3}));
+  }
+  EXPECT_EQ(body_dynamic_dims(written), r.static_shapes.body_dynamic);
 }
 
 }  // namespace
