@@ -39,6 +39,16 @@ void for_each_graph(const onnx::GraphProto& graph, const std::function<void(cons
   }
 }
 
+void for_each_graph(onnx::GraphProto& graph, const std::function<void(onnx::GraphProto&)>& visit) {
+  visit(graph);
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) for_each_graph(*attr.mutable_g(), visit);
+      for (auto& g : *attr.mutable_graphs()) for_each_graph(g, visit);
+    }
+  }
+}
+
 std::unordered_map<std::string, const onnx::TensorProto*> index_initializers(const onnx::GraphProto& graph) {
   std::unordered_map<std::string, const onnx::TensorProto*> out;
   for (const auto& init : graph.initializer()) out.emplace(init.name(), &init);

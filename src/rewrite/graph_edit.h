@@ -19,6 +19,9 @@ std::unordered_map<std::string, const onnx::TensorProto*> index_initializers(con
 // Calls `visit` on `graph` and on every body (If/Loop/Scan GRAPH and GRAPHS attributes) inside it,
 // depth first.
 void for_each_graph(const onnx::GraphProto& graph, const std::function<void(const onnx::GraphProto&)>& visit);
+// The same, for passes that edit each graph: `visit` may change the graph it is given (its nodes
+// included); the bodies visited next are those of the nodes it leaves.
+void for_each_graph(onnx::GraphProto& graph, const std::function<void(onnx::GraphProto&)>& visit);
 
 // Removes initializers that no node (in any subgraph) and no graph output reads, and
 // value_info entries of tensors that no longer exist.

@@ -102,17 +102,18 @@ class Patcher {
           VaipPatchSummary& summary)
       : model_(model), observed_(observed), label_(label), summary_(summary), opset_(default_opset(model)) {}
 
-  void run() { patch(*model_.mutable_graph()); }
-  void run_zero_points() { fix_zero_points_everywhere(*model_.mutable_graph()); }
+  void run() {
+    for_each_graph(*model_.mutable_graph(), [&](onnx::GraphProto& graph) { patch(graph); });
+  }
+  void run_zero_points() {
+    for_each_graph(*model_.mutable_graph(), [&](onnx::GraphProto& graph) { fix_zero_points(graph); });
+  }
 
  private:
+  // One graph; for_each_graph brings the bodies.
   void patch(onnx::GraphProto& graph) {
     fix_zero_points(graph);
     for (onnx::NodeProto& node : *graph.mutable_node()) {
-      for (onnx::AttributeProto& a : *node.mutable_attribute()) {
-        if (a.has_g()) patch(*a.mutable_g());
-        for (onnx::GraphProto& g : *a.mutable_graphs()) patch(g);
-      }
       if (node.domain() == kMicrosoft && (is_one_of(node, kQuantizeOps) || is_one_of(node, kDequantizeOps))) {
         retag(graph, node);
       }
@@ -239,16 +240,6 @@ class Patcher {
     onnx::TensorProto fixed = tensor_to_proto(value, proto.name());
     if (!proto.doc_string().empty()) fixed.set_doc_string(proto.doc_string());
     return fixed;
-  }
-
-  void fix_zero_points_everywhere(onnx::GraphProto& graph) {
-    fix_zero_points(graph);
-    for (onnx::NodeProto& node : *graph.mutable_node()) {
-      for (onnx::AttributeProto& a : *node.mutable_attribute()) {
-        if (a.has_g()) fix_zero_points_everywhere(*a.mutable_g());
-        for (onnx::GraphProto& g : *a.mutable_graphs()) fix_zero_points_everywhere(g);
-      }
-    }
   }
 
   void fix_zero_points(onnx::GraphProto& graph) {

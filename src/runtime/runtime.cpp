@@ -24,6 +24,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "rewrite/graph_edit.h"
 #include "runtime/quark_ops.h"
 
 namespace mixprec {
@@ -377,17 +378,6 @@ OrtCustomOpDomain* tap_domain() {
   return domain;
 }
 
-// Every graph of `graph`'s tree (itself first, then the bodies of its nodes, depth first).
-void for_each_graph(onnx::GraphProto& graph, const std::function<void(onnx::GraphProto&)>& visit) {
-  visit(graph);
-  for (auto& node : *graph.mutable_node()) {
-    for (auto& attribute : *node.mutable_attribute()) {
-      if (attribute.has_g()) for_each_graph(*attribute.mutable_g(), visit);
-      for (auto& body : *attribute.mutable_graphs()) for_each_graph(body, visit);
-    }
-  }
-}
-
 // Chains a tap node reading each of `taps` (tap index, tensor) into `graph`, in the order the
 // graph computes the tensors; returns the chain's last output ("" when `taps` is empty).
 std::string chain_taps(onnx::GraphProto& graph, std::vector<std::pair<size_t, std::string>> taps,
@@ -436,7 +426,7 @@ std::string add_taps(onnx::ModelProto& model, const std::vector<std::string>& te
   // Where each tensor becomes available, per graph; tensors in the graph that defines them.
   std::map<const onnx::GraphProto*, std::unordered_map<std::string, size_t>> positions;
   std::unordered_map<std::string, const onnx::GraphProto*> defined_in;
-  for_each_graph(*model.mutable_graph(), [&](onnx::GraphProto& graph) {
+  rewrite::for_each_graph(*model.mutable_graph(), [&](onnx::GraphProto& graph) {
     auto& position = positions[&graph];
     for (const auto& input : graph.input()) position.emplace(input.name(), 0);
     for (int n = 0; n < graph.node_size(); ++n) {
