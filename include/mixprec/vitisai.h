@@ -98,6 +98,11 @@ struct EdgeProbeParams {
   std::string work_dir;            // edge_probe.onnx, edge_probe.{without,with}.optimized.onnx
 };
 
+// Step 4 on the probe's two builds ([0] without the flag, [1] with it): each build's fallbacks
+// (float compute nodes that are integer kernels in the other), then disable when the flag makes
+// a node fall back, enable when the kernel count falls, no change otherwise; with the reason.
+void decide_edge_advice(EdgeProbe& probe);
+
 // Steps 1-4 of ../shared/VITIS.md's --edge-quant-auto. A model without edge Q/DQ (or with none
 // the runtime can take over) is kNotApplicable without building anything.
 EdgeProbe probe_edge_quantization(const EdgeProbeParams& params);

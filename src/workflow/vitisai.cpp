@@ -125,6 +125,27 @@ const char* to_string(EdgeAdvice advice) {
   return "?";
 }
 
+void decide_edge_advice(EdgeProbe& probe) {
+  EdgeBuild& without = probe.builds.at(0);
+  EdgeBuild& with = probe.builds.at(1);
+  with.fallbacks = missing_from(with.partition.float_nodes, without.partition.float_nodes);
+  without.fallbacks = missing_from(without.partition.float_nodes, with.partition.float_nodes);
+  const int64_t drop = without.kernels - with.kernels;
+  if (!with.fallbacks.empty()) {
+    probe.advice = EdgeAdvice::kDisable;
+    probe.reason = std::to_string(with.fallbacks.size()) + " compute node(s) fall back to float with the flag (" +
+                   with.fallbacks.front() + (with.fallbacks.size() > 1 ? ", ..." : "") + ")";
+  } else if (drop > 0) {
+    probe.advice = EdgeAdvice::kEnable;
+    probe.reason = "the kernel count falls by " + std::to_string(drop) + " (" + std::to_string(without.kernels) +
+                   " -> " + std::to_string(with.kernels) + ") and no compute node falls back to float";
+  } else {
+    probe.advice = EdgeAdvice::kNoChange;
+    probe.reason = "the kernel count does not fall (" + std::to_string(without.kernels) + " -> " +
+                   std::to_string(with.kernels) + ")";
+  }
+}
+
 EdgeProbe probe_edge_quantization(const EdgeProbeParams& params) {
   const onnx::ModelProto model = load_model(params.model_path);
   const std::vector<rewrite::EdgeSite> sites = rewrite::match_edge_qdq(model, params.model_path);
@@ -170,25 +191,8 @@ EdgeProbe probe_edge_quantization(const EdgeProbeParams& params) {
     probe.builds.push_back(
         build(model, params.model_path, params, params.with, flag_row, "edge_probe.with.optimized.onnx"));
   }
-  EdgeBuild& without = probe.builds[0];
-  EdgeBuild& with = probe.builds[1];
-  with.runtime_edges = std::ranges::count_if(probe.boundaries, [](const EdgeBoundary& b) { return b.excluded.empty(); });
-  with.fallbacks = missing_from(with.partition.float_nodes, without.partition.float_nodes);
-  without.fallbacks = missing_from(without.partition.float_nodes, with.partition.float_nodes);
-  const int64_t drop = without.kernels - with.kernels;
-  if (!with.fallbacks.empty()) {
-    probe.advice = EdgeAdvice::kDisable;
-    probe.reason = std::to_string(with.fallbacks.size()) + " compute node(s) fall back to float with the flag (" +
-                   with.fallbacks.front() + (with.fallbacks.size() > 1 ? ", ..." : "") + ")";
-  } else if (drop > 0) {
-    probe.advice = EdgeAdvice::kEnable;
-    probe.reason = "the kernel count falls by " + std::to_string(drop) + " (" + std::to_string(without.kernels) +
-                   " -> " + std::to_string(with.kernels) + ") and no compute node falls back to float";
-  } else {
-    probe.advice = EdgeAdvice::kNoChange;
-    probe.reason = "the kernel count does not fall (" + std::to_string(without.kernels) + " -> " +
-                   std::to_string(with.kernels) + ")";
-  }
+  probe.builds[1].runtime_edges = std::ranges::count_if(probe.boundaries, [](const EdgeBoundary& b) { return b.excluded.empty(); });
+  decide_edge_advice(probe);
   return probe;
 }
 

@@ -85,6 +85,26 @@ TEST(CompilerOptions, VitisAiConfigIsOneVaimlPartitionPass) {
   EXPECT_FALSE(vitisai_config_json(o, "stx")["passes"][0]["vaiml_config"].contains("enable_f32_to_f16_conversion"));
 }
 
+TEST(EdgeAdvice, AFallbackDisablesTheFlagWhateverTheKernelCount) {
+  EdgeProbe p;
+  p.builds.resize(2);
+  p.builds[0].kernels = 10;
+  p.builds[1].kernels = 9;
+  p.builds[0].partition.float_nodes = {"head (Conv)"};
+  p.builds[1].partition.float_nodes = {"head (Conv)", "stem (Conv)"};
+  decide_edge_advice(p);
+  EXPECT_EQ(p.advice, EdgeAdvice::kDisable);
+  EXPECT_EQ(p.builds[1].fallbacks, std::vector<std::string>{"stem (Conv)"});
+  EXPECT_EQ(p.reason, "1 compute node(s) fall back to float with the flag (stem (Conv))");
+  p.builds[1].partition.float_nodes = {"head (Conv)"};
+  decide_edge_advice(p);
+  EXPECT_EQ(p.advice, EdgeAdvice::kEnable);
+  p.builds[1].kernels = 10;
+  decide_edge_advice(p);
+  EXPECT_EQ(p.advice, EdgeAdvice::kNoChange);
+  EXPECT_EQ(p.reason, "the kernel count does not fall (10 -> 10)");
+}
+
 class EdgeProbeTest : public testing::TempDirTest {
  protected:
   EdgeProbe probe(const onnx::ModelProto& model) {
