@@ -275,12 +275,13 @@ Lines lines_of(const CompileResult& r) {
     lines.push_back(fixed(100 * p.unmatched_macs / (p.integer_macs + p.float_macs + p.unmatched_macs), 1) +
                     "% of MACs in nodes the runtime merged away (not attributed)");
   }
+  // "quantized": behind integer Q/DQ or a block format's quantize-dequantize (analysis counts both).
   const Coverage& c = r.coverage;
-  lines.push_back("compute nodes: " + std::to_string(c.quantized) + " integer, " + std::to_string(c.bf16) + " bf16, " +
+  lines.push_back("compute nodes: " + std::to_string(c.quantized) + " quantized, " + std::to_string(c.bf16) + " bf16, " +
                   std::to_string(c.fp16) + " fp16, " + std::to_string(c.float32) + " float32 of " +
                   std::to_string(c.compute_nodes));
   const IslandSummary& i = r.islands;
-  lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) + " integer, " +
+  lines.push_back(std::to_string(i.islands.size()) + " islands: " + std::to_string(i.quantized_islands) + " quantized, " +
                   std::to_string(i.bf16_islands) + " bf16, " + std::to_string(i.fp16_islands) + " fp16, " +
                   std::to_string(i.float_islands) + " float");
   lines.push_back("expected compute time on " + r.device + ": " + fixed(r.time_vs_bf16) + "x full BF16, " + fixed(r.start_time_vs_bf16) +

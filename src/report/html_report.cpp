@@ -1362,7 +1362,7 @@ std::optional<Section> map_section(const Inputs& in) {
     body += "<h3>Islands of the final model</h3>\n<p>" + count(s.islands.size()) +
             " islands (connected regions of compute nodes of "
             "one precision): " +
-            std::to_string(s.quantized_islands) + " integer, " + std::to_string(s.bf16_islands) + " bf16, " +
+            std::to_string(s.quantized_islands) + " quantized, " + std::to_string(s.bf16_islands) + " bf16, " +
             std::to_string(s.fp16_islands) + " fp16, " + std::to_string(s.float_islands) + " float.</p>\n";
     std::vector<const Island*> largest;
     for (const auto& island : s.islands) largest.push_back(&island);
@@ -1427,7 +1427,7 @@ std::optional<Section> compile_section(const Inputs& in) {
                   "in integer kernels on " + text_of(compile, "provider"));
     tiles +=
         tile("islands", fixed(number(i, "total").value_or(0), 0),
-             fixed(number(i, "quantized").value_or(0), 0) + " integer, " + fixed(number(i, "bf16").value_or(0), 0) +
+             fixed(number(i, "quantized").value_or(0), 0) + " quantized, " + fixed(number(i, "bf16").value_or(0), 0) +
                  " bf16, " + fixed(number(i, "float").value_or(0), 0) + " float");
     tiles += tile("session build", fixed(number(compile, "session_ms").value_or(0), 1) + " ms",
                   "every graph optimization on");
@@ -1443,7 +1443,7 @@ std::optional<Section> compile_section(const Inputs& in) {
     const auto float_nodes = strings(field(p, "float_nodes"));
     body +=
         facts({{"integer kernels", esc(kernels.empty() ? "none" : kernels)},
-               {"compute nodes", fixed(number(c, "quantized").value_or(0), 0) + " integer, " +
+               {"compute nodes", fixed(number(c, "quantized").value_or(0), 0) + " quantized, " +
                                      fixed(number(c, "bf16").value_or(0), 0) + " bf16, " +
                                      fixed(number(c, "fp16").value_or(0), 0) + " fp16, " +
                                      fixed(number(c, "float").value_or(0), 0) + " float32 of " +
