@@ -46,6 +46,11 @@ typedef struct MixprecHostApi {
    * non-zero with a one-line message in `error` (at most error_size bytes with the NUL). */
   int (*quantize)(MixprecHost* host, const char* config_json, const char* output_path, char* error,
                   size_t error_size);
+  /* Registers an ONNX Runtime custom-op library (one exporting RegisterCustomOps; a path relative
+   * to the plugin's folder, or absolute) with every session the run builds from then on:
+   * calibration, validation, compile and exec run the plugin's own ops. Returns 0; or non-zero
+   * with `error` filled when ONNX Runtime does not load it. */
+  int (*register_custom_ops)(MixprecHost* host, const char* library_path, char* error, size_t error_size);
 } MixprecHostApi;
 
 #define MIXPREC_PLUGIN_PATH_MAX 4096

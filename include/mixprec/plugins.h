@@ -71,10 +71,13 @@ struct PluginHost {
   std::vector<std::string> op_types;  // of the model, each once
   // Quantize the run's model with a config given as JSON text to `output_path`; throws Error.
   std::function<void(const std::string& config_json, const std::string& output_path)> quantize;
+  // Register an ONNX Runtime custom-op library (an absolute path) for the run's sessions; throws Error.
+  std::function<void(const std::string& library_path)> register_custom_ops;
 };
 
 struct PluginRun {
   std::string model_path, config_path;  // what the plugin returned (config_path may be empty)
+  std::vector<std::string> custom_op_libraries;  // registered through the host, absolute paths
   double seconds = 0;
 };
 

@@ -51,6 +51,10 @@ std::string runtime_library();
 // How many of ONNX Runtime's own log lines (warnings and errors) were routed through the logger
 // so far: errors as warnings, warnings as info (a CLI shows them with -v and counts them otherwise).
 size_t runtime_log_messages();
+// Every session built after this in the process also registers the ONNX Runtime custom-op
+// library at `path` (its RegisterCustomOps entry), e.g. the ops a plugin brings. Registering a
+// path twice is a no-op. kBadInput naming `path` when ONNX Runtime does not load it.
+void register_custom_op_library(const std::string& path);
 
 // Whether ONNX Runtime's CPU kernels for u8 activations x s8 weights (the fused QLinearConv,
 // MatMulInteger, ... of a U8S8 model) add products in int16 pairs that saturate on this CPU:

@@ -202,6 +202,7 @@ Lines lines_of(const PluginResult& r) {
   lines.push_back("arguments: " + (r.args.empty() ? std::string("none") : text::join(r.args, " ")));
   if (!m.formats.empty()) lines.push_back("formats it adds: " + text::join(m.formats));
   if (!m.compiler_flags.empty()) lines.push_back("compiler flags it adds: " + m.compiler_flags);
+  for (const auto& library : r.run.custom_op_libraries) lines.push_back("custom ops registered: " + library);
   lines.push_back("returned " + r.run.model_path + " (config " + r.run.config_path + ") in " + fixed(r.run.seconds, 2) +
                   " s, " + std::to_string(r.host_quantizations) + " quantization(s) through mixprec");
   return lines;
@@ -211,7 +212,8 @@ Json json_of(const PluginResult& r) {
   const PluginManifest& m = r.manifest;
   return {{"name", m.name}, {"version", m.version}, {"dir", m.dir}, {"args", r.args},
           {"formats", m.formats}, {"compiler_flags", m.compiler_flags}, {"model", r.run.model_path},
-          {"config", r.run.config_path}, {"seconds", r.run.seconds}, {"host_quantizations", r.host_quantizations}};
+          {"config", r.run.config_path}, {"seconds", r.run.seconds}, {"host_quantizations", r.host_quantizations},
+          {"custom_op_libraries", r.run.custom_op_libraries}};
 }
 
 // --edge-quant-auto: the boundaries, the two builds as VITIS.md's table, the advice.

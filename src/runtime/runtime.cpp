@@ -197,10 +197,21 @@ Ort::Session create_session(Ort::SessionOptions& so, const std::string& label, c
   }
 }
 
+// ONNX Runtime custom-op libraries every session registers (register_custom_op_library).
+std::mutex custom_op_libraries_mutex;
+std::vector<std::string>& custom_op_libraries() {
+  static std::vector<std::string> libraries;
+  return libraries;
+}
+
 Ort::SessionOptions make_session_options(const SessionOptions& options, const std::string& label,
                                          OrtCustomOpDomain* custom_ops = nullptr, bool large = false) {
   Ort::SessionOptions so;
   if (custom_ops != nullptr) so.Add(custom_ops);
+  {
+    const std::lock_guard lock(custom_op_libraries_mutex);
+    for (const std::string& library : custom_op_libraries()) so.RegisterCustomOpsLibrary(library.c_str());
+  }
   // Quark's operators, so Quark-made and block-format models run on CPU.
   for (OrtCustomOpDomain* domain : quark_op_domains()) so.Add(domain);
   if (large) so.AddConfigEntry(kOrtSessionOptionsConfigDisablePrepacking, "1");
@@ -784,5 +795,21 @@ onnx::ModelProto expose_intermediates(const onnx::ModelProto& model, const std::
 }
 
 size_t runtime_log_messages() { return runtime_messages.load(); }
+
+void register_custom_op_library(const std::string& path) {
+  ensure_api();
+  {
+    const std::lock_guard lock(custom_op_libraries_mutex);
+    if (std::ranges::find(custom_op_libraries(), path) != custom_op_libraries().end()) return;
+  }
+  try {
+    Ort::SessionOptions probe;
+    probe.RegisterCustomOpsLibrary(path.c_str());
+  } catch (const Ort::Exception& e) {
+    throw_bad_input(path, std::string("ONNX Runtime does not load it as a custom-op library: ") + e.what());
+  }
+  const std::lock_guard lock(custom_op_libraries_mutex);
+  custom_op_libraries().push_back(path);
+}
 
 }  // namespace mixprec

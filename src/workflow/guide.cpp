@@ -253,7 +253,8 @@ class Guide {
                           .quantize = [&](const std::string& json, const std::string& output) {
                             plugin_quantize(manifest, json, output);
                             ++result.host_quantizations;
-                          }};
+                          },
+                          .register_custom_ops = [](const std::string& library) { register_custom_op_library(library); }};
     result.run = run_plugin(manifest, params_.plugin_args, host);
     if (result.run.config_path.empty()) {
       throw_bad_input(manifest.manifest_path, "plugin '" + manifest.name + "' returned a model without its config; "

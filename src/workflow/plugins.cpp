@@ -27,6 +27,8 @@
 struct MixprecHost {
   const mixprec::PluginHost* services;
   std::string plugin;
+  std::string dir;                            // the plugin's folder: relative library paths start here
+  std::vector<std::string> custom_op_libraries;  // registered so far
 };
 
 namespace mixprec {
@@ -100,6 +102,22 @@ extern "C" int host_quantize(MixprecHost* host, const char* config_json, const c
   try {
     if (config_json == nullptr || output_path == nullptr) throw_bad_input("", "quantize needs a config and an output path");
     host->services->quantize(config_json, output_path);
+    return 0;
+  } catch (const std::exception& e) {
+    copy_message(e.what(), error, error_size);
+    return 1;
+  }
+}
+
+extern "C" int host_register_custom_ops(MixprecHost* host, const char* library_path, char* error, size_t error_size) {
+  try {
+    if (library_path == nullptr || *library_path == '\0') throw_bad_input("", "register_custom_ops needs a library path");
+    if (!host->services->register_custom_ops) throw_bad_input("", "this run takes no custom-op libraries");
+    fs::path path(library_path);
+    if (path.is_relative()) path = fs::path(host->dir) / path;
+    const std::string absolute = fs::absolute(path).lexically_normal().string();
+    host->services->register_custom_ops(absolute);
+    host->custom_op_libraries.push_back(absolute);
     return 0;
   } catch (const std::exception& e) {
     copy_message(e.what(), error, error_size);
@@ -244,7 +262,7 @@ PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string
     throw_bad_input(library, "built for plugin interface " + std::to_string(version) + "; this mixprec has " +
                                  std::to_string(MIXPREC_PLUGIN_ABI_VERSION));
   }
-  MixprecHost state{&host, plugin.name};
+  MixprecHost state{&host, plugin.name, plugin.dir, {}};
   std::vector<const char*> op_types;
   for (const auto& op : host.op_types) op_types.push_back(op.c_str());
   const MixprecHostApi api{.abi_version = MIXPREC_PLUGIN_ABI_VERSION,
@@ -255,7 +273,8 @@ PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string
                            .op_types = op_types.data(),
                            .op_type_count = op_types.size(),
                            .log = host_log,
-                           .quantize = host_quantize};
+                           .quantize = host_quantize,
+                           .register_custom_ops = host_register_custom_ops};
   std::vector<const char*> argv = {plugin.name.c_str()};
   for (const auto& a : args) argv.push_back(a.c_str());
   MixprecPluginResult result{};
@@ -263,6 +282,7 @@ PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string
   const int code = run(&state, &api, static_cast<int>(argv.size()), argv.data(), &result);
   PluginRun out{.model_path = bounded(result.model_path, sizeof result.model_path),
                 .config_path = bounded(result.config_path, sizeof result.config_path),
+                .custom_op_libraries = state.custom_op_libraries,
                 .seconds = seconds_since(t0)};
   if (code != 0) {
     const std::string why = bounded(result.error, sizeof result.error);

@@ -273,6 +273,49 @@ TEST_F(GuideTest, APluginQuantizesAndGuideValidatesAndCompilesItsModel) {
   EXPECT_THROW(guide(p), Error);
 }
 
+// A plugin that brings its own ONNX Runtime ops registers their library through the host: the
+// reference, validate and compile sessions of the run all take them. The test plugin hands back
+// the model itself, so validate finds it identical.
+TEST_F(GuideTest, APluginsCustomOpsRunInEverySessionOfTheRun) {
+  GuideParams p = params();
+  save_model(ModelBuilder()
+                 .opset(17)
+                 .opset(1, "test.mixprec")
+                 .add_input("x", onnx::TensorProto::FLOAT, {2, 4})
+                 .add_output("y", onnx::TensorProto::FLOAT, {2, 4})
+                 .add_node("Double", {"x"}, {"y"}, {}, "double", "test.mixprec")
+                 .build(),
+             p.setup.model_path);
+  std::ofstream(path("float.json")) << R"({"global_config": {}})";
+  const fs::path plugin = path("plugins/ops-plugin");
+  fs::create_directories(plugin);
+  std::ofstream(plugin / "plugin.json")
+      << R"({"name": "ops-plugin", "version": "1.0.0", "library": "libops.so", "requires_mixprec": "0.1.0"})";
+  fs::create_symlink(MIXPREC_TEST_OPS_PLUGIN, plugin / "libops.so");
+  p.plugin = "ops-plugin";
+  p.plugin_args = {MIXPREC_TEST_OPS_LIB, p.setup.model_path, path("float.json")};
+  p.plugin_dirs = {path("plugins")};
+  const GuideReport r = guide(p);
+  EXPECT_EQ(names(r), (std::vector<std::string>{"analyze", "plugin", "validate", "compile"}));
+  ASSERT_NE(r.result<PluginResult>(), nullptr);
+  EXPECT_EQ(r.result<PluginResult>()->run.custom_op_libraries,
+            std::vector<std::string>{fs::absolute(MIXPREC_TEST_OPS_LIB).lexically_normal().string()});
+  EXPECT_EQ(phase(r, "validate").status, PhaseStatus::kPass);
+  EXPECT_TRUE(std::ranges::any_of(lines(r, "plugin"), [](const std::string& l) {
+    return l.rfind("custom ops registered: ", 0) == 0;
+  }));
+  // A library ONNX Runtime cannot load comes back as the plugin's one-line failure.
+  p.plugin_args[0] = path("float.json");
+  p.setup.work_dir = path("work2");
+  try {
+    guide(p);
+    FAIL() << "a bad custom-op library was registered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("register_custom_ops: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not load it as a custom-op library"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(GuideTest, ACpuDeviceWritesNoVitisAiConfig) {
   GuideParams p = params();
   p.deployment.device = "cpu";
