@@ -222,6 +222,14 @@ struct ModelAnalysis {
 // "'name' (no shape)" for a tensor without one). Empty: the declared shapes are all static, as
 // the VAIML compiler needs them.
 std::vector<std::string> dynamic_dims(const onnx::ModelProto& model);
+
+// QuantizeLinear nodes reading a graph input and DequantizeLinear nodes writing a graph output
+// of `graph` (any domain: the op names are the same). analyze_model's edge counts; compile's
+// probe counts them in an optimized graph.
+struct EdgeQdqCount {
+  int64_t quantized_inputs = 0, dequantized_outputs = 0;
+};
+EdgeQdqCount count_edge_qdq(const onnx::GraphProto& graph);
 // The same for the inputs, outputs and value_info of every If/Loop/Scan body, each prefixed by
 // its body's scope ("If_0.then_branch/'h' dim 0 (unknown)"; nested bodies "If_0.else_branch/Loop_3.body/").
 std::vector<std::string> body_dynamic_dims(const onnx::ModelProto& model);

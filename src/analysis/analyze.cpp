@@ -103,24 +103,21 @@ std::string dims_to_string(const std::optional<std::vector<Dim>>& shape) {
   return text + "]";
 }
 
-namespace {
-
-// Q reading a graph input, DQ writing a graph output (any domain: the op names are the same).
-void count_edge_quantization(const onnx::GraphProto& graph, QuantizationSummary& summary) {
+EdgeQdqCount count_edge_qdq(const onnx::GraphProto& graph) {
   std::set<std::string> inputs, outputs;
   for (const auto& input : graph.input()) inputs.insert(input.name());
   for (const auto& output : graph.output()) outputs.insert(output.name());
+  EdgeQdqCount count;
   for (const auto& node : graph.node()) {
     if (node.op_type() == "QuantizeLinear" && node.input_size() > 0 && inputs.count(node.input(0))) {
-      ++summary.edge_quantized_inputs;
+      ++count.quantized_inputs;
     }
     if (node.op_type() == "DequantizeLinear" && node.output_size() > 0 && outputs.count(node.output(0))) {
-      ++summary.edge_dequantized_outputs;
+      ++count.dequantized_outputs;
     }
   }
+  return count;
 }
-
-}  // namespace
 
 ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& model_path) {
   const analysis::ModelGraph graph(model.graph(), model_path);
@@ -137,7 +134,9 @@ ModelAnalysis analyze_model(const onnx::ModelProto& model, const std::string& mo
   result.node_count = static_cast<int64_t>(graph.size());
 
   result.quantization = analysis::summarize_quantization(graph);
-  count_edge_quantization(model.graph(), result.quantization);
+  const EdgeQdqCount edges = count_edge_qdq(model.graph());
+  result.quantization.edge_quantized_inputs = edges.quantized_inputs;
+  result.quantization.edge_dequantized_outputs = edges.dequantized_outputs;
   result.op_histogram = op_histogram(graph);
   for (const onnx::ValueInfoProto& input : model.graph().input()) {
     if (!graph.root().is_initializer(input.name())) result.inputs.push_back(describe_value(input));

@@ -1,5 +1,6 @@
 #include "rewrite/graph_edit.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_set>
 
@@ -53,6 +54,22 @@ std::unordered_map<std::string, const onnx::TensorProto*> index_initializers(con
   std::unordered_map<std::string, const onnx::TensorProto*> out;
   for (const auto& init : graph.initializer()) out.emplace(init.name(), &init);
   return out;
+}
+
+void remove_dead_nodes(onnx::GraphProto& graph) {
+  for (bool removed = true; removed;) {
+    removed = false;
+    std::unordered_set<std::string> reads;
+    collect_reads(graph, reads);
+    auto& nodes = *graph.mutable_node();
+    for (int i = nodes.size() - 1; i >= 0; --i) {
+      if (std::none_of(nodes[i].output().begin(), nodes[i].output().end(),
+                       [&](const std::string& o) { return reads.contains(o); })) {
+        nodes.erase(nodes.begin() + i);
+        removed = true;
+      }
+    }
+  }
 }
 
 void remove_unused(onnx::GraphProto& graph) {

@@ -27,6 +27,11 @@ void for_each_graph(onnx::GraphProto& graph, const std::function<void(onnx::Grap
 // value_info entries of tensors that no longer exist.
 void remove_unused(onnx::GraphProto& graph);
 
+// Removes, repeatedly, the main-graph nodes none of whose outputs a node (in any subgraph) or a
+// graph output reads: what a rewrite left computing for nobody (the shape arithmetic of a
+// Reshape it replaced).
+void remove_dead_nodes(onnx::GraphProto& graph);
+
 // Replaces every read of `from` by `to` in the nodes of `graph` (subgraph reads included).
 // Graph outputs are left alone: the model's interface never changes.
 void replace_reads(onnx::GraphProto& graph, const std::string& from, const std::string& to);

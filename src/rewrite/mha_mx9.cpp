@@ -281,26 +281,6 @@ std::optional<std::vector<ProjectionPart>> reshape_parts(const ir::GraphView& vi
   return parts;
 }
 
-// Nodes of the main graph whose outputs nothing reads any more (the shape computations of a
-// removed Reshape), repeatedly.
-void remove_dead_nodes(onnx::GraphProto& graph) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::set<std::string> reads;
-    for_each_graph(graph, [&](const onnx::GraphProto& g) {
-      for (const auto& node : g.node()) reads.insert(node.input().begin(), node.input().end());
-    });
-    for (const auto& out : graph.output()) reads.insert(out.name());
-    auto& nodes = *graph.mutable_node();
-    for (int i = nodes.size() - 1; i >= 0; --i) {
-      if (std::ranges::none_of(nodes[i].output(), [&](const std::string& o) { return reads.contains(o); })) {
-        nodes.erase(nodes.begin() + i);
-        changed = true;
-      }
-    }
-  }
-}
-
 MhaMx9Step split_fused_qkv(onnx::ModelProto& model, const std::string& label) {
   MhaMx9Step step{.name = "split fused QKV"};
   onnx::GraphProto& graph = *model.mutable_graph();

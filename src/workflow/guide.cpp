@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -58,15 +59,21 @@ constexpr char kVitisAi[] = "VitisAIExecutionProvider";
 
 bool is_vitisai(const std::string& provider) { return provider == "VitisAI" || provider == kVitisAi; }
 
-LatencyStats time_runs(const Session& session, const NamedTensors& sample, size_t runs) {
-  session.run(sample);  // warm-up: first-run allocations and lazy initialisation
+// `runs` timed calls of `once`, after one untimed warm-up (first-run allocations and lazy
+// initialisation).
+LatencyStats time_calls(const std::function<void()>& once, size_t runs) {
+  once();
   std::vector<double> times;
   for (size_t i = 0; i < runs; ++i) {
     const auto t0 = Clock::now();
-    session.run(sample);
+    once();
     times.push_back(milliseconds_since(t0));
   }
   return summarize_latency(std::move(times));
+}
+
+LatencyStats time_runs(const Session& session, const NamedTensors& sample, size_t runs) {
+  return time_calls([&] { session.run(sample); }, runs);
 }
 
 // The model with its standalone edge Q/DQ taken out (the --edge-quant-auto probe's), timed as a
@@ -103,14 +110,7 @@ std::optional<LatencyStats> time_edges_on_host(const EdgeProbe& probe, const std
       if (const auto it = outputs.find(name); it != outputs.end()) tensor = dequantize_tensor(tensor, it->second.params);
     }
   };
-  once();  // warm-up, as time_runs does
-  std::vector<double> times;
-  for (size_t i = 0; i < runs; ++i) {
-    const auto t0 = Clock::now();
-    once();
-    times.push_back(milliseconds_since(t0));
-  }
-  return summarize_latency(std::move(times));
+  return time_calls(once, runs);
 }
 
 bool integer_only(const QuantConfig& config) {

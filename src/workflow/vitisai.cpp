@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <set>
 
 #include "mixprec/model_io.h"
 #include "mixprec/tensor.h"
@@ -15,22 +14,6 @@ namespace fs = std::filesystem;
 
 constexpr char kMatchPowerOfTwo[] = "match-power-of-two-quant-kernel=1";
 
-bool is_q(const onnx::NodeProto& node) { return node.op_type() == "QuantizeLinear"; }
-bool is_dq(const onnx::NodeProto& node) { return node.op_type() == "DequantizeLinear"; }
-
-// Q on graph inputs and DQ on graph outputs left in an (optimized) graph.
-int64_t count_edge_kernels(const onnx::GraphProto& graph) {
-  std::set<std::string> inputs, outputs;
-  for (const auto& v : graph.input()) inputs.insert(v.name());
-  for (const auto& v : graph.output()) outputs.insert(v.name());
-  int64_t count = 0;
-  for (const auto& node : graph.node()) {
-    if (is_q(node) && node.input_size() > 0 && inputs.contains(node.input(0))) ++count;
-    if (is_dq(node) && node.output_size() > 0 && outputs.contains(node.output(0))) ++count;
-  }
-  return count;
-}
-
 EdgeBuild build(const onnx::ModelProto& model, const std::string& label, const EdgeProbeParams& params,
                 SessionOptions options, const std::string& configuration, const std::string& file) {
   options.optimization = GraphOptimization::kExtended;  // compile's saved graph: fused, still portable
@@ -39,7 +22,8 @@ EdgeBuild build(const onnx::ModelProto& model, const std::string& label, const E
   const onnx::ModelProto optimized = load_model(options.optimized_model_path);
   EdgeBuild b{.configuration = configuration, .optimized_model_path = options.optimized_model_path};
   b.kernels = optimized.graph().node_size();
-  b.edge_kernels = count_edge_kernels(optimized.graph());
+  const EdgeQdqCount edges = count_edge_qdq(optimized.graph());
+  b.edge_kernels = edges.quantized_inputs + edges.dequantized_outputs;
   b.partition = partition_report(*params.macs, optimized);
   return b;
 }
