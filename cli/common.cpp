@@ -194,7 +194,7 @@ CalibMethod parse_calib_method(const std::string& name) {
   if (const auto method = calib_method_from_name(name)) return *method;
   std::string known;
   for (const auto& m : all_calib_methods()) known += (known.empty() ? "" : ", ") + std::string(m.name);
-  throw_bad_input("", "unknown --calib-method '" + name + "' (known: " + known + ")");
+  throw_bad_input("", "unknown --calib-method '" + name + "' (known: " + known + "; a plugin's method needs --use-plugin)");
 }
 
 void ConfigFormatFlag::add_to(CLI::App& cmd, const std::string& written) {

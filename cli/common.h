@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "mixprec/plugins.h"
 #include "mixprec/error.h"
 
 #include "mixprec/config.h"
@@ -98,6 +99,21 @@ Command add_mha_mx9(CLI::App& app);
 // main() takes it off the command line before parsing; guide reads it back.
 std::vector<std::string> take_plugin_arguments(std::vector<std::string>& args);
 const std::vector<std::string>& plugin_arguments();
+
+// --use-plugin NAME (repeatable), --plugin-dir DIR, --yes: plugins whose calibration methods and
+// passes the command's config and --calib-method may name (cli/plugins.cpp).
+struct PluginFlags {
+  std::vector<std::string> use, dirs;
+  bool yes = false;
+
+  void add_to(CLI::App& cmd);
+  // Each --use-plugin, once, for `device`: its banner consented to (--yes, or y on a terminal;
+  // elsewhere an error quoting it), then loaded, with a line saying what it adds. Call it
+  // before anything reads a config or a method name.
+  void load(const std::string& device) const;
+};
+// A plugin's banner: true when it has none, --yes was given, or the user answers y on a terminal.
+bool plugin_consent(const PluginManifest& plugin, bool yes);
 
 // The report a run command leaves in its work dir however it ends (cli/report.cpp). While alive
 // it records the command's warnings and keeps WORK_DIR/command.json (the command, the model,

@@ -14,6 +14,7 @@ Command add_dry_run(CLI::App& app) {
     std::string model, work_dir;
     SetupFlags setup;
     DeploymentFlags deployment;
+    PluginFlags plugins;
     bool json = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -27,10 +28,12 @@ Command add_dry_run(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "print JSON");
   flags->deployment.add_to(*cmd, "execution provider each row's model is checked to load on (accuracy runs on CPU)",
                            "target device: stx, ve2 or cpu");
+  flags->plugins.add_to(*cmd);
   cmd->footer(kExitCodesHelp);
   return {cmd, [flags] {
             DryRunParams params;
             params.deployment = flags->deployment.resolve();
+            flags->plugins.load(params.deployment.profile().name);
             params.setup = flags->setup.resolve(flags->model, work_dir_or_default(flags->work_dir, flags->model, ".dry_run"),
                                                 "calibrating");
             const WorkDirReport report("dry-run", params.setup.work_dir, params.setup.model_path);

@@ -34,6 +34,7 @@ Command add_explore(CLI::App& app) {
     std::string model, output, work_dir, preset = "XINT8", config;
     SetupFlags setup;
     DeploymentFlags deployment;
+    PluginFlags plugins;
     SearchFlags search;
     ConfigFormatFlag config_format;
     bool resume = false;
@@ -61,6 +62,7 @@ Command add_explore(CLI::App& app) {
   flags->deployment.add_to(*cmd,
                            "execution provider the final model is checked to load on (accuracy is measured on CPU)",
                            "stx, ve2 or cpu: formats allowed and the expected speed-up");
+  flags->plugins.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " explore exits 3 when the best assignment found misses the criterion.");
   return {cmd, [flags] {
             ExploreParams params;
@@ -69,6 +71,7 @@ Command add_explore(CLI::App& app) {
               throw_bad_input("", "give evaluation data with --data (pictures, .npy/.npz) or --random N");
             }
             params.deployment = flags->deployment.resolve();
+            flags->plugins.load(params.deployment.profile().name);
             params.search = flags->search.resolve();
             params.search.base_preset = flags->preset;
             if (!flags->config.empty()) params.search.base_config = load_config(flags->config);

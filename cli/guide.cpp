@@ -17,16 +17,10 @@ namespace mixprec::cli {
 
 namespace {
 
-// A plugin with a consent banner: shown, and answered on a terminal; elsewhere the run stops
-// with the banner and the hint to give --yes (the library refuses without consent).
-bool ask_plugin_consent(const GuideParams& params) {
-  const PluginManifest plugin =
-      resolve_plugin(params.plugin, plugin_search_path(params.plugin_dirs), params.deployment.profile().name);
-  if (plugin.consent.empty() || !isatty(STDIN_FILENO)) return false;
-  std::cerr << "plugin " << plugin.name << " " << plugin.version << ": " << plugin.consent << "\ncontinue? [y/N] ";
-  std::string answer;
-  std::getline(std::cin, answer);
-  return answer == "y" || answer == "Y" || answer == "yes";
+// guide --plugin's banner (the library refuses to run the plugin without consent).
+bool ask_plugin_consent(const GuideParams& params, bool yes) {
+  return plugin_consent(
+      resolve_plugin(params.plugin, plugin_search_path(params.plugin_dirs), params.deployment.profile().name), yes);
 }
 
 }  // namespace
@@ -35,8 +29,7 @@ Command add_guide(CLI::App& app) {
   struct Flags {
     std::string model, config, mode = "full", stage = "compile", work_dir, env_script, edge_quant = "auto";
     std::string strategy = "default", plugin;
-    std::vector<std::string> plugin_dirs;
-    bool yes = false;
+    PluginFlags plugins;
     bool explore = false, no_recover = false, edge_quant_auto = false;
     SetupFlags setup;
     DeploymentFlags deployment;
@@ -64,9 +57,7 @@ Command add_guide(CLI::App& app) {
   cmd->add_option("--plugin", flags->plugin,
                   "NAME ARGS...: the plugin quantizes (every argument after NAME is the plugin's, passed through); "
                   "validate and compile follow. `mixprec plugins` lists them");
-  cmd->add_option("--plugin-dir", flags->plugin_dirs, "plugin folders searched first (then MIXPREC_PLUGIN_PATH, then "
-                                                      "<prefix>/lib/mixprec/plugins)");
-  cmd->add_flag("--yes", flags->yes, "consent to a plugin's banner without being asked");
+  flags->plugins.add_to(*cmd);
   cmd->add_flag("--explore", flags->explore, "search the fewest layers to lift to BF16 when the config misses");
   cmd->add_flag("--no-recover", flags->no_recover,
                 "a proposed config that misses does not try the plan's recovery ladder (bias correction, AdaRound) "
@@ -86,6 +77,15 @@ Command add_guide(CLI::App& app) {
   cmd->footer(std::string(kExitCodesHelp) + " guide exits 3 when the final model misses the criterion.");
   return {cmd, [flags] {
             GuideParams params;
+            // The environment first (it may choose the ONNX Runtime library), then the plugins
+            // (their methods are known before --calib-method is read).
+            if (!flags->env_script.empty()) {
+              const auto variables = read_env_script(flags->env_script);
+              for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+              std::cout << "environment: " << variables.size() << " variables from " << flags->env_script << "\n";
+            }
+            params.deployment = flags->deployment.resolve();
+            flags->plugins.load(params.deployment.profile().name);
             params.config_path = flags->config;
             params.mode = parse_choice(guide_mode_names(), "--mode", flags->mode);
             params.stage = parse_choice(guide_stage_names(), "--stage", flags->stage);
@@ -93,7 +93,7 @@ Command add_guide(CLI::App& app) {
             params.edge_quant_auto = flags->edge_quant_auto;
             params.plugin = flags->plugin;
             params.plugin_args = plugin_arguments();
-            params.plugin_dirs = flags->plugin_dirs;
+            params.plugin_dirs = flags->plugins.dirs;
             params.explore = flags->explore;
             params.recover = !flags->no_recover;
             params.config_shape = flags->config_format.resolve();
@@ -108,13 +108,7 @@ Command add_guide(CLI::App& app) {
               throw_bad_input("", "give evaluation data with --data (pictures, .npy/.npz) or --random N, or "
                                   "--calibration-data");
             }
-            if (!flags->env_script.empty()) {
-              const auto variables = read_env_script(flags->env_script);
-              for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
-              std::cout << "environment: " << variables.size() << " variables from " << flags->env_script << "\n";
-            }
-            params.deployment = flags->deployment.resolve();
-            params.plugin_consent = flags->yes || (!params.plugin.empty() && ask_plugin_consent(params));
+            params.plugin_consent = !params.plugin.empty() && ask_plugin_consent(params, flags->plugins.yes);
             std::cout << "mixprec guide: " << params.setup.model_path << ", mode " << to_string(params.mode)
                       << ", device " << params.deployment.device << ", stage " << to_string(params.stage)
                       << (params.explore ? ", explore" : "") << ", work dir " << params.setup.work_dir << "\n"

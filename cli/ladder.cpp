@@ -13,6 +13,7 @@ Command add_ladder(CLI::App& app) {
     std::string model, work_dir;
     SetupFlags setup;
     DeploymentFlags deployment;
+    PluginFlags plugins;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -24,10 +25,12 @@ Command add_ladder(CLI::App& app) {
                       "with a warning)");
   flags->deployment.add_to(*cmd, "execution provider tried on every rung model (accuracy runs on CPU)",
                            "stx, ve2 or cpu (w8a8 is XINT8 where power-of-two scales are needed)");
+  flags->plugins.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " ladder exits 3 when no rung meets the criterion (float stays).");
   return {cmd, [flags] {
             LadderParams params;
             params.deployment = flags->deployment.resolve();
+            flags->plugins.load(params.deployment.profile().name);
             params.setup = flags->setup.resolve(flags->model, work_dir_or_default(flags->work_dir, flags->model, ".ladder"),
                                                 "calibrating");
             const LadderReport r = ladder(params);

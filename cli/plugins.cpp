@@ -1,5 +1,8 @@
 // mixprec plugins: what the plugin search path holds (mixprec/plugins.h); and the split of
 // `--plugin NAME ARGS...` off the command line, so the plugin's arguments reach it untouched.
+#include <unistd.h>
+
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -29,6 +32,39 @@ std::vector<std::string> take_plugin_arguments(std::vector<std::string>& args) {
 }
 
 const std::vector<std::string>& plugin_arguments() { return stored_plugin_arguments(); }
+
+bool plugin_consent(const PluginManifest& plugin, bool yes) {
+  if (plugin.consent.empty() || yes) return true;
+  if (!isatty(STDIN_FILENO)) return false;
+  std::cerr << "plugin " << plugin.name << " " << plugin.version << ": " << plugin.consent << "\ncontinue? [y/N] ";
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+void PluginFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--use-plugin", use,
+                 "NAME: load the plugin's calibration methods and passes for this run (a config's calib_method and "
+                 "algo_config, --calib-method, may then name them; repeatable). `mixprec plugins` lists them");
+  cmd.add_option("--plugin-dir", dirs,
+                 "plugin folders searched first (then MIXPREC_PLUGIN_PATH, then <prefix>/lib/mixprec/plugins)");
+  cmd.add_flag("--yes", yes, "consent to a plugin's banner without being asked");
+}
+
+void PluginFlags::load(const std::string& device) const {
+  const std::vector<std::string> path = plugin_search_path(dirs);
+  std::vector<std::string> done;
+  for (const std::string& name : use) {
+    if (std::ranges::find(done, name) != done.end()) continue;
+    done.push_back(name);
+    const PluginManifest plugin = resolve_plugin(name, path, device);
+    if (!plugin_consent(plugin, yes)) {
+      throw_bad_input(plugin.manifest_path, "plugin '" + plugin.name + "' runs only with consent (--yes): " + plugin.consent);
+    }
+    const LoadedPlugin loaded = use_plugin(plugin, device);
+    std::cout << "plugin " << loaded.name << " " << loaded.version << ": " << describe(loaded) << "\n";
+  }
+}
 
 Command add_plugins(CLI::App& app) {
   struct Flags {
@@ -68,7 +104,11 @@ Command add_plugins(CLI::App& app) {
                 if (!c.description.empty()) std::cout << "            " << c.description << "\n";
               }
               if (!p.consent.empty()) std::cout << "  consent   asked before it runs (--yes)\n";
-              std::cout << "  run with  mixprec guide --model M --plugin " << p.name << " ARGS...\n";
+              if (p.calibration_methods.empty() && p.passes.empty()) {
+                std::cout << "  run with  mixprec guide --model M --plugin " << p.name << " ARGS...\n";
+              } else {
+                std::cout << "  use with  --use-plugin " << p.name << " on quantize, explore, guide, ladder, requantize, dry-run\n";
+              }
             }
             for (const auto& broken : installed.broken) std::cout << "\nnot loadable: " << broken << "\n";
             return kExitOk;

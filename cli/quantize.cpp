@@ -16,6 +16,7 @@ Command add_quantize(CLI::App& app) {
     bool make_static = false, ffn_only = false;
     SampleFlags data;
     DeploymentFlags deployment;
+    PluginFlags plugins;
     ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
@@ -39,10 +40,12 @@ Command add_quantize(CLI::App& app) {
                 "write fully static shapes (the VAIML compiler needs them): the inputs take the calibration samples' "
                 "shape (--input-shape / --image-size pin it) and every tensor its shape from a run");
   cmd->add_option("--calib-method", flags->calib_method,
-                  "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE (overrides the config)");
+                  "MinMax, Percentile, Entropy, MinMSE, PowerOfTwo_NonOverflow, PowerOfTwo_MinMSE, or a --use-plugin "
+                  "plugin's (overrides the config)");
   cmd->add_option("--stats", flags->stats,
                   "calibration statistics: reused when the file exists, written after calibrating otherwise");
   flags->deployment.add_to(*cmd, "execution provider the written model must also load on (calibration runs on CPU)");
+  flags->plugins.add_to(*cmd);
   flags->config_format.add_to(*cmd, "the effective config written beside the model (OUTPUT.config.json)");
   cmd->footer(kExitCodesHelp);
   return {cmd, [flags] {
@@ -55,6 +58,7 @@ Command add_quantize(CLI::App& app) {
             params.config_shape = flags->config_format.resolve();
             params.stats_path = flags->stats;
             params.deployment = flags->deployment.resolve();
+            flags->plugins.load(params.deployment.profile().name);
             if (!flags->calib_method.empty()) params.calib_method = parse_calib_method(flags->calib_method);
             params.fp_nodes = flags->fp_nodes;
             params.make_static = flags->make_static;

@@ -13,6 +13,7 @@ Command add_requantize(CLI::App& app) {
     std::string model, config, preset, output, work_dir;
     SetupFlags setup;
     DeploymentFlags deployment;
+    PluginFlags plugins;
     ConfigFormatFlag config_format;
   };
   auto flags = std::make_shared<Flags>();
@@ -28,6 +29,7 @@ Command add_requantize(CLI::App& app) {
                       "with a warning)");
   flags->config_format.add_to(*cmd, "the config written beside the model (OUTPUT.config.json)");
   flags->deployment.add_to(*cmd, "execution provider the requantized model is checked to load on (accuracy runs on CPU)");
+  flags->plugins.add_to(*cmd);
   cmd->footer(std::string(kExitCodesHelp) + " requantize exits 3 when the new model misses the criterion.");
   return {cmd, [flags] {
             namespace fs = std::filesystem;
@@ -39,6 +41,7 @@ Command add_requantize(CLI::App& app) {
                                         : flags->work_dir,
                 "calibrating");
             params.deployment = flags->deployment.resolve();
+            flags->plugins.load(params.deployment.profile().name);
             params.config = {.path = flags->config, .preset = flags->preset};
             params.output_path = flags->output;
             params.config_shape = flags->config_format.resolve();

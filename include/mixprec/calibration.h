@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -103,8 +104,11 @@ struct CalibMethodTraits {
   bool keeps_bounded_range;
 };
 const CalibMethodTraits& calib_method_traits(CalibMethod method);
-std::span<const CalibMethodTraits> all_calib_methods();
+// The built-in methods in CalibMethod order, then the added ones (add_calib_method) in the
+// order they were added.
+std::vector<CalibMethodTraits> all_calib_methods();
 std::optional<CalibMethod> calib_method_from_name(std::string_view name);
+bool is_added_calib_method(CalibMethod method);
 
 struct RangeOptions {
   double percentile = 99.999;  // Percentile only; must be in (50, 100]
@@ -141,5 +145,25 @@ struct Range {
   float min = 0, max = 0;
 };
 Range compute_range(const TensorStats& stats, CalibMethod method, FormatId format, const RangeOptions& options = {});
+
+// Calibration methods added at run time (a plugin's, mixprec/plugins.h): from then on a config,
+// --calib-method and guide's method sweep name them as they name the built-in ones. Their
+// CalibMethod values follow the built-in ones, in the order they are added; they are the
+// process's own (files name methods, never their numbers). Add them before any run starts: the
+// table is read without a lock.
+//   range: the float range of one tensor's statistics for `format` (a Q/DQ format; float formats
+//   get MinMax without asking, as every method does). It may throw Error. compute_range checks
+//   what it returns: a finite min <= max, widened to contain 0; a power-of-two method needs
+//   symmetric quantization, as the built-in ones do.
+struct AddedCalibMethod {
+  std::string name;    // unique among all methods, built-in ones included
+  std::string origin;  // who added it ("plugin calib-aciq"): named in its errors
+  bool power_of_two = false;
+  bool needs_histogram = true;
+  bool keeps_bounded_range = false;
+  std::function<Range(const TensorStats& stats, FormatId format, const RangeOptions& options)> range;
+};
+// kBadInput (no file) for an empty or taken name or a missing range function.
+CalibMethod add_calib_method(AddedCalibMethod method);
 
 }  // namespace mixprec

@@ -28,9 +28,11 @@
 // src/config/quark_config.cpp for its mapping onto these structs.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -212,9 +214,33 @@ struct AlgorithmEntry {
   std::optional<double> reg_param;         // adaround only, >= 0
   std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
+  // An added pass's entry (add_pass): every key beside "name", as given; the pass reads them.
+  nlohmann::ordered_json params = nlohmann::ordered_json::object();
 
   bool operator==(const AlgorithmEntry&) const = default;
 };
+
+// Passes added at run time (a plugin's, mixprec/plugins.h): algo_config names them as it names
+// the built-in algorithms, {"name": "clip-outliers", "sigma": 4}, and every key beside "name"
+// goes to the pass as a JSON object. A kFloat pass edits the prepared float model, after CLE
+// and SmoothQuant and before statistics are collected (so the statistics are the edited
+// model's); a kQuantized pass edits each quantized model the run builds, last (after the opset
+// upgrade), so a search measures what it writes. Passes of one stage run in algo_config order.
+// Add them before any run starts: the table is read without a lock.
+enum class PassStage : uint8_t { kFloat, kQuantized };
+const EnumNames<PassStage>& pass_stage_names();  // "float", "quantized"
+struct AddedPass {
+  std::string name;    // unique among the algorithms, built-in ones included
+  std::string origin;  // who added it ("plugin test-passes"): named in its errors
+  PassStage stage = PassStage::kFloat;
+  // Edits `model` in place; `params` is the entry's JSON object; throws Error (kBadInput for
+  // parameters it refuses, naming `label`).
+  std::function<void(onnx::ModelProto& model, const std::string& params, const std::string& label)> run;
+};
+// kBadInput (no file) for an empty or taken name or a missing function.
+void add_pass(AddedPass pass);
+const AddedPass* find_added_pass(std::string_view name);  // nullptr when none has the name
+std::vector<std::string> added_pass_names();
 
 struct QuantConfig {
   LayerConfig global;
@@ -295,21 +321,33 @@ struct ReconstructionSettings {
 // step count issue 12 asks for, where Quark's preset says 1000).
 ReconstructionSettings default_reconstruction(ReconstructionMethod method);
 
+// One added pass as a config asks for it.
+struct PassCall {
+  std::string name;
+  PassStage stage = PassStage::kFloat;
+  std::string params;  // the entry's JSON object, compact
+
+  bool operator==(const PassCall&) const = default;
+};
+
 struct AlgorithmRecipe {
   std::optional<CleSettings> cle;
   std::optional<SmoothQuantSettings> smooth_quant;
   std::optional<ReconstructionSettings> reconstruction;
   std::optional<BiasCorrectionMode> bias_correction;
+  std::vector<PassCall> passes;  // added passes, in algo_config order
 
-  bool empty() const { return !cle && !smooth_quant && !reconstruction && !bias_correction; }
-  // "cle", "smoothquant", "adaround" | "adaquant", "bias_correction", in the order they run
+  bool empty() const { return !cle && !smooth_quant && !reconstruction && !bias_correction && passes.empty(); }
+  std::vector<PassCall> passes_of(PassStage stage) const;
+  // "cle", "smoothquant", the float passes, "adaround" | "adaquant", "bias_correction", the
+  // quantized passes: in the order they run
   std::vector<std::string> names() const;
   // The same, bias correction with its mode: "bias_correction (layer)".
   std::vector<std::string> labels() const;
 };
 AlgorithmRecipe algorithm_recipe(const QuantConfig& config);
 std::vector<std::string> algorithm_labels(const QuantConfig& config);  // algorithm_recipe(config).labels()
-// The algorithm names algo_config accepts (the implemented ones).
+// The algorithm names algo_config accepts (the implemented ones, then the added passes).
 std::vector<std::string> algorithm_names();
 
 // Presets by name (case-insensitive): XINT8, A8W8, U8S8, A16W8, BF16, FP16 (one table row

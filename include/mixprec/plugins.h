@@ -9,7 +9,9 @@
 //    "library": "libmixprec_block_formats.so", beside plugin.json
 //    "requires_mixprec": "0.1.0",             the oldest mixprec it runs with
 //    "devices": ["stx", "ve2"],               optional: where it may run (absent: everywhere)
-//    "adds": {"formats": ["mx9"], "calibration_methods": [], "passes": [], "custom_ops": []},
+//    "adds": {"formats": ["mx9"], "calibration_methods": ["ACIQ"], "passes": ["clip-weights"], "custom_ops": []},
+//                                             formats: built-in formats allowed on its devices when it runs;
+//                                             methods and passes: what its register adds (exactly)
 //    "commands": [{"name": "quantize", "usage": "...", "description": "..."}],
 //    "compiler_flags": "flag=1",              optional: appended to the compiler's fe_args
 //    "consent": "banner text"}                optional: shown; the run needs consent to go on
@@ -85,5 +87,22 @@ struct PluginRun {
 // untouched. kBadInput when the library does not load, lacks the entry points, was built for
 // another ABI version, fails (its message), or returns a model that does not exist.
 PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string>& args, const PluginHost& host);
+
+// What a plugin named with --use-plugin added to the run (plugin_abi.h's register).
+struct LoadedPlugin {
+  std::string name, version;
+  std::vector<std::string> calibration_methods, passes;  // now known by name (calibration.h, config.h)
+  std::vector<std::string> custom_op_libraries;          // registered with every session, absolute paths
+  double seconds = 0;
+};
+
+// Loads the plugin's library (only now) and calls its register: its calibration methods and
+// passes join the run's (add_calib_method, add_pass), its custom-op libraries every session.
+// Call it once per plugin, before the run starts. kBadInput when the library does not load, was
+// built for another interface, has no register, fails, or adds something its manifest does not
+// list or leaves out something it lists.
+LoadedPlugin use_plugin(const PluginManifest& plugin, const std::string& device);
+// "adds calibration methods ACIQ; passes clip-weights (float)".
+std::string describe(const LoadedPlugin& plugin);
 
 }  // namespace mixprec

@@ -6,9 +6,11 @@
 // result depends on nothing but the histogram.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <iterator>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "mixprec/calibration.h"
@@ -338,22 +340,87 @@ void check_options(CalibMethod method, const RangeOptions& options) {
   }
 }
 
+// The added methods (add_calib_method): a deque, so a row's name stays where it is.
+struct AddedRow {
+  AddedCalibMethod method;
+  CalibMethodTraits traits;
+};
+std::deque<AddedRow>& added_methods() {
+  static std::deque<AddedRow> rows;
+  return rows;
+}
+constexpr size_t kBuiltIn = std::size(kMethodTable);
+
+const AddedRow* added_row(CalibMethod method) {
+  const auto index = static_cast<size_t>(method);
+  return index >= kBuiltIn && index - kBuiltIn < added_methods().size() ? &added_methods()[index - kBuiltIn] : nullptr;
+}
+
+// What an added method returned, checked as compute_range promises: finite, ordered, with 0.
+Range checked_added_range(const AddedRow& row, const TensorStats& stats, FormatId format, const RangeOptions& options) {
+  Range r = row.method.range(stats, format, options);
+  if (!std::isfinite(r.min) || !std::isfinite(r.max) || r.min > r.max) {
+    std::ostringstream message;
+    message << row.method.origin << ": calibration method " << row.method.name << " returned the range [" << r.min << ", "
+            << r.max << "] for " << format_traits(format).name << ", not a finite [min, max]";
+    throw Error(ErrorKind::kBadInput, "", message.str());
+  }
+  r.min = std::min(r.min, 0.0f);
+  r.max = std::max(r.max, 0.0f);
+  return r;
+}
+
 }  // namespace
 
-const CalibMethodTraits& calib_method_traits(CalibMethod method) { return kMethodTable[static_cast<size_t>(method)]; }
-std::span<const CalibMethodTraits> all_calib_methods() { return kMethodTable; }
+const CalibMethodTraits& calib_method_traits(CalibMethod method) {
+  if (static_cast<size_t>(method) < kBuiltIn) return kMethodTable[static_cast<size_t>(method)];
+  const AddedRow* row = added_row(method);
+  if (row == nullptr) throw Error(ErrorKind::kInternal, "", "calibration method " + std::to_string(static_cast<int>(method)) + " was never added");
+  return row->traits;
+}
+
+std::vector<CalibMethodTraits> all_calib_methods() {
+  std::vector<CalibMethodTraits> out(std::begin(kMethodTable), std::end(kMethodTable));
+  for (const AddedRow& row : added_methods()) out.push_back(row.traits);
+  return out;
+}
+
+bool is_added_calib_method(CalibMethod method) { return static_cast<size_t>(method) >= kBuiltIn; }
 
 std::optional<CalibMethod> calib_method_from_name(std::string_view name) {
   for (const CalibMethodTraits& traits : kMethodTable) {
     if (name == traits.name) return traits.method;
   }
+  for (const AddedRow& row : added_methods()) {
+    if (name == row.traits.name) return row.traits.method;
+  }
   return std::nullopt;
+}
+
+CalibMethod add_calib_method(AddedCalibMethod method) {
+  if (method.name.empty()) throw_bad_input("", method.origin + ": a calibration method needs a name");
+  if (calib_method_from_name(method.name)) {
+    throw_bad_input("", method.origin + ": calibration method " + method.name + " is already defined");
+  }
+  if (!method.range) throw_bad_input("", method.origin + ": calibration method " + method.name + " has no range function");
+  const size_t index = kBuiltIn + added_methods().size();
+  if (index > std::numeric_limits<std::underlying_type_t<CalibMethod>>::max()) {
+    throw_bad_input("", method.origin + ": too many calibration methods added");
+  }
+  AddedRow& row = added_methods().emplace_back(AddedRow{.method = std::move(method), .traits = {}});
+  row.traits = {.method = static_cast<CalibMethod>(index),
+                .name = row.method.name.c_str(),
+                .power_of_two = row.method.power_of_two,
+                .needs_histogram = row.method.needs_histogram,
+                .keeps_bounded_range = row.method.keeps_bounded_range};
+  return row.traits.method;
 }
 
 Range compute_range(const TensorStats& stats, CalibMethod method, FormatId format, const RangeOptions& options) {
   check_options(method, options);
   if (stats.hist.empty()) return {};
   if (!format_traits(format).is_qdq) return min_max_range(stats);
+  if (const AddedRow* row = added_row(method)) return checked_added_range(*row, stats, format, options);
   const Histogram hist(stats);
   switch (method) {
     case CalibMethod::kMinMax: return min_max_range(stats);

@@ -74,15 +74,27 @@ std::vector<std::string> algorithm_names() {
   for (const auto& row : config::algorithm_rows()) {
     if (row.implemented) names.emplace_back(row.name);
   }
+  for (const auto& name : added_pass_names()) names.push_back(name);
   return names;
+}
+
+std::vector<PassCall> AlgorithmRecipe::passes_of(PassStage stage) const {
+  std::vector<PassCall> out;
+  std::ranges::copy_if(passes, std::back_inserter(out), [&](const PassCall& p) { return p.stage == stage; });
+  return out;
 }
 
 std::vector<std::string> AlgorithmRecipe::names() const {
   std::vector<std::string> out;
+  const auto add_passes = [&](PassStage stage) {
+    for (const PassCall& p : passes_of(stage)) out.push_back(p.name);
+  };
   if (cle) out.emplace_back("cle");
   if (smooth_quant) out.emplace_back("smoothquant");
+  add_passes(PassStage::kFloat);
   if (reconstruction) out.emplace_back(reconstruction_method_names().name(reconstruction->method));
   if (bias_correction) out.emplace_back("bias_correction");
+  add_passes(PassStage::kQuantized);
   return out;
 }
 
@@ -119,7 +131,9 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
     recipe.reconstruction = reconstruction(ft.optim_algorithm, ft.num_iterations, ft.learning_rate, ft.reg_param);
   }
   for (const AlgorithmEntry& entry : config.algorithms) {
-    if (entry.name == "cle") {
+    if (const AddedPass* pass = find_added_pass(entry.name); pass && !config::find_algorithm(entry.name)) {
+      recipe.passes.push_back({.name = entry.name, .stage = pass->stage, .params = entry.params.dump()});
+    } else if (entry.name == "cle") {
       recipe.cle = cle;
       if (entry.cle_steps) recipe.cle->steps = *entry.cle_steps;  // parse_config checked they agree
     } else if (entry.name == "smoothquant") {

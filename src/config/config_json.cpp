@@ -276,7 +276,8 @@ void read_value(const Json& json, const Where& at, CalibMethod& out) {
   const std::optional<CalibMethod> method = calib_method_from_name(name);
   if (!method) {
     at.fail("names an unknown calibration method \"" + name + "\" (known: " +
-            join_names(all_calib_methods(), &CalibMethodTraits::name) + ")");
+            join_names(std::span<const CalibMethodTraits>(all_calib_methods()), &CalibMethodTraits::name) +
+            "; a plugin's method needs --use-plugin)");
   }
   out = *method;
 }
@@ -360,6 +361,12 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
   if (!json.is_object()) at.fail("must be an object {\"name\": \"cle\", ...}");
   if (!json.contains("name")) at.fail("must name an algorithm (\"name\": \"cle\")");
   read_value(json["name"], at / "name", out.name);
+  if (!config::find_algorithm(out.name) && find_added_pass(out.name)) {
+    for (const auto& item : json.items()) {
+      if (item.key() != "name") out.params[item.key()] = item.value();
+    }
+    return;
+  }
   const config::AlgorithmRow* row = config::find_algorithm(out.name);
   if (const auto* quark_row = config::quark::find_algorithm(out.name); !row && quark_row) {
     out.name = quark_row->mixprec_name;  // Quark's spelling ("smooth_quant") of one of ours
@@ -414,6 +421,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.reg_param) json["reg_param"] = *value.reg_param;
   if (value.target) json["target"] = to_json_value(*value.target);
   if (value.alpha) json["alpha"] = *value.alpha;
+  for (const auto& item : value.params.items()) json[item.key()] = item.value();
   return json;
 }
 

@@ -396,6 +396,12 @@ AlgorithmEntry read_algorithm(const Json& json, const Where& at, QuarkRead& read
   if (!json.contains("name")) at.fail("must name an algorithm (\"name\": \"cle\")");
   AlgorithmEntry entry{.name = read_string(json["name"], at / "name")};
   const quark::AlgorithmRow* row = quark::find_algorithm(entry.name);
+  if (!row && find_added_pass(entry.name)) {  // a plugin's pass: its parameters are its own
+    for (const auto& item : json.items()) {
+      if (item.key() != "name") entry.params[item.key()] = item.value();
+    }
+    return entry;
+  }
   std::vector<std::string> implemented;
   for (const quark::AlgorithmRow& algorithm : quark::algorithms()) {
     if (algorithm.implemented) implemented.emplace_back(algorithm.name);
@@ -584,6 +590,7 @@ Json algorithm_to_json(const AlgorithmEntry& entry, const Where& at) {
   if (entry.learning_rate) json["learning_rate"] = *entry.learning_rate;
   if (entry.reg_param) json["reg_param"] = *entry.reg_param;
   if (entry.alpha) json["alpha"] = *entry.alpha;
+  for (const auto& item : entry.params.items()) json[item.key()] = item.value();
   return json;
 }
 

@@ -6,6 +6,8 @@
 #include <array>
 #include <iterator>
 
+#include "mixprec/error.h"
+
 namespace mixprec::config::quark {
 namespace {
 
@@ -153,8 +155,13 @@ std::optional<CalibMethod> calib_method_of(Method method, bool power_of_two) {
 }
 
 Method method_of(CalibMethod method) {
-  // Every mixprec method has a row (the first one names its Quark spelling).
-  return std::ranges::find(kMethodMap, method, &MethodRow::mixprec)->quark;
+  // Every built-in mixprec method has a row (the first one names its Quark spelling).
+  const auto row = std::ranges::find(kMethodMap, method, &MethodRow::mixprec);
+  if (row == std::end(kMethodMap)) {
+    throw_bad_input("", std::string("Quark's shape has no spelling for calibration method ") + calib_method_traits(method).name +
+                            " (a plugin's): write the config in mixprec's shape");
+  }
+  return row->quark;
 }
 
 std::span<const AlgorithmRow> algorithms() { return kAlgorithms; }

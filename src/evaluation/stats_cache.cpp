@@ -15,7 +15,8 @@ PrepareOptions calibration_preparation(PrepareOptions prepare) {
   // CLE's scales depend on what was folded before it, so an equalized model is calibrated as
   // prepared (its own statistics file, which its fingerprint tells apart); so is a smoothed one,
   // whose activations are not the float model's.
-  if (!prepare.cle && !prepare.smooth_quant) prepare.fold_affine = false;
+  // So is one a plugin's float pass edited.
+  if (!prepare.cle && !prepare.smooth_quant && prepare.passes.empty()) prepare.fold_affine = false;
   return prepare;
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "common/digest.h"
 #include "common/text.h"
 #include "common/timing.h"
 #include "evaluation/exposure.h"
@@ -55,6 +56,14 @@ void Workbench::load_or_calibrate(onnx::ModelProto model) {
     if (options_.prepare.cle) file = file.stem().string() + ".cle" + file.extension().string();
     if (const auto& sq = options_.prepare.smooth_quant) {
       file = file.stem().string() + ".sq" + std::to_string(std::lround(sq->alpha * 100)) + file.extension().string();
+    }
+    if (!options_.prepare.passes.empty()) {  // plugin passes: keyed by their names and parameters
+      Fnv1a digest;
+      for (const PassCall& pass : options_.prepare.passes) {
+        digest.add(pass.name);
+        digest.add(pass.params);
+      }
+      file = file.stem().string() + ".passes-" + digest.hex().substr(0, 8) + file.extension().string();
     }
     stats_path_ = (std::filesystem::path(setup_.work_dir) / file).string();
   }

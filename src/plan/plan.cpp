@@ -582,7 +582,13 @@ QuantPlan plan_from_json(const Json& json, const std::string& label) {
     throw_bad_input(label, "not a valid plan: /preset: unknown preset '" + plan.preset + "' (known: " +
                                text::join(preset_names()) + ")");
   }
-  plan.calib_method = *calib_method_from_name(json["calibration"]["method"].get<std::string>());
+  const std::string method = json["calibration"]["method"].get<std::string>();
+  const std::optional<CalibMethod> calib_method = calib_method_from_name(method);
+  if (!calib_method) {
+    throw_bad_input(label, "the plan calibrates with " + method +
+                               ", which is no calibration method of this run (a plugin's? name it with --use-plugin)");
+  }
+  plan.calib_method = *calib_method;
   plan.calibration_samples = json["calibration"]["samples"].get<int64_t>();
   plan.calibration_batch = json["calibration"]["batch"].get<int64_t>();
   plan.algorithms = json["algorithms"].get<std::vector<std::string>>();

@@ -115,7 +115,7 @@ const char* calib_method_reason(CalibMethod method) {
     case kPowerOfTwoNonOverflow: return "PowerOfTwo_NonOverflow rounds the MinMax scale up to 2^k";
     case kPowerOfTwoMinMse: return "PowerOfTwo_MinMSE picks the 2^k scale with the smallest quantization error";
   }
-  return "";
+  return "a plugin's method";  // an added method (add_calib_method)
 }
 
 std::string int8_preset_for(const DeploymentTarget& deployment) {

@@ -71,6 +71,7 @@ std::string quantize_text(const QuantizeReport& r) {
         << fixed(sq->seconds) << " s\n";
     for (const auto& note : sq->notes) out << "note         " << note << "\n";
   }
+  for (const auto& pass : r.prepare.passes) out << "pass         " << pass << " (on the float model)\n";
   if (const auto& rc = r.reconstruction) {
     double nearest = 0, learned = 0;
     for (const auto& layer : rc->per_layer) {

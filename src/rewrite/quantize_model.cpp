@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "common/text.h"
 #include "common/timing.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/config.h"
@@ -24,6 +25,25 @@
 #include "rewrite/upgrade_opset.h"
 
 namespace mixprec {
+namespace {
+
+// The added passes `calls` on `model`, in order; "name (origin): seconds" for each.
+std::vector<std::string> run_added_passes(onnx::ModelProto& model, const std::vector<PassCall>& calls,
+                                          const std::string& label) {
+  std::vector<std::string> done;
+  for (const PassCall& call : calls) {
+    const AddedPass* pass = find_added_pass(call.name);
+    if (pass == nullptr) {
+      throw_bad_input(label, "the config runs pass " + call.name + ", which no plugin of this run adds (name its plugin with --use-plugin)");
+    }
+    const auto start = Clock::now();
+    pass->run(model, call.params, label);
+    done.push_back(call.name + " (" + pass->origin + "): " + text::fixed(seconds_since(start), 2) + " s");
+  }
+  return done;
+}
+
+}  // namespace
 
 onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& options, const std::string& label,
                                PrepareSummary* summary, const ChannelMaximaFn* channel_maxima) {
@@ -47,6 +67,7 @@ onnx::ModelProto prepare_model(onnx::ModelProto model, const PrepareOptions& opt
     s.smooth_quant->samples = samples;
     s.smooth_quant->seconds = seconds_since(start);
   }
+  s.passes = run_added_passes(out, options.passes, label);
   return out;
 }
 
@@ -55,7 +76,8 @@ PrepareOptions prepare_options(const QuantConfig& config) {
   return {.fold_batchnorm = config.extra.convert_bn_to_conv,
           .fold_affine = config.extra.fold_conv_affine,
           .cle = recipe.cle,
-          .smooth_quant = recipe.smooth_quant};
+          .smooth_quant = recipe.smooth_quant,
+          .passes = recipe.passes_of(PassStage::kFloat)};
 }
 
 QuantizeOptions quantize_options(const QuantConfig& config) {
@@ -65,6 +87,7 @@ QuantizeOptions quantize_options(const QuantConfig& config) {
   options.int32_bias = config.extra.int32_bias;
   options.ort_cpu_fusion = config.extra.ort_cpu_fusion;
   options.matmul_nbits = config.extra.matmul_nbits;
+  options.passes = algorithm_recipe(config).passes_of(PassStage::kQuantized);
   return options;
 }
 
@@ -103,6 +126,7 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
     s.notes.push_back("opset " + std::to_string(upgrade.from) + "→" + std::to_string(upgrade.to) + ": " +
                       std::to_string(count) + " x " + kind);
   }
+  for (const std::string& done : run_added_passes(out, options.passes, label)) s.notes.push_back("pass " + done);
   return out;
 }
 

@@ -8,16 +8,24 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "config/algorithm_table.h"
 #include "common/timing.h"
+#include "mixprec/calibration.h"
+#include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
+#include "mixprec/model_io.h"
 #include "mixprec/plugin_abi.h"
+#include "mixprec/runtime.h"
 
 #ifndef MIXPREC_VERSION
 #error "MIXPREC_VERSION is defined by the build"
@@ -29,6 +37,17 @@ struct MixprecHost {
   std::string plugin;
   std::string dir;                            // the plugin's folder: relative library paths start here
   std::vector<std::string> custom_op_libraries;  // registered so far
+};
+
+// The opaque registry a plugin's register is handed: what its manifest allows and what it added.
+// What it adds is held here and joins the run only when register returns and the manifest
+// agrees: a plugin that fails half way adds nothing.
+struct MixprecRegistry {
+  const mixprec::PluginManifest* manifest;
+  std::string origin;  // "plugin NAME"
+  std::vector<mixprec::AddedCalibMethod> calibration_methods;
+  std::vector<mixprec::AddedPass> passes;
+  std::vector<std::string> custom_op_libraries;
 };
 
 namespace mixprec {
@@ -127,6 +146,110 @@ extern "C" int host_register_custom_ops(MixprecHost* host, const char* library_p
 
 // The C string `field` of the result, bounded by its array (a plugin may forget the NUL).
 std::string bounded(const char* field, size_t size) { return std::string(field, strnlen(field, size)); }
+
+struct PluginLibrary {
+  void* handle = nullptr;
+  std::string path;
+  uint32_t abi = 0;
+};
+
+// The plugin's library, loaded for the rest of the process (a plugin's static state, and the
+// callbacks it registers, outlive the call), with its interface version checked.
+PluginLibrary open_plugin_library(const PluginManifest& plugin) {
+  PluginLibrary lib{.path = (fs::path(plugin.dir) / plugin.library).string()};
+  lib.handle = dlopen(lib.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib.handle == nullptr) {
+    const char* why = dlerror();
+    throw_bad_input(lib.path, std::string("the plugin's library does not load: ") + (why != nullptr ? why : "?"));
+  }
+  auto abi = reinterpret_cast<MixprecPluginAbiVersionFn>(dlsym(lib.handle, "mixprec_plugin_abi_version"));
+  if (abi == nullptr) throw_bad_input(lib.path, "not a mixprec plugin: it lacks mixprec_plugin_abi_version");
+  lib.abi = abi();
+  if (lib.abi < MIXPREC_PLUGIN_ABI_OLDEST || lib.abi > MIXPREC_PLUGIN_ABI_VERSION) {
+    throw_bad_input(lib.path, "built for plugin interface " + std::to_string(lib.abi) + "; this mixprec loads " +
+                                  std::to_string(MIXPREC_PLUGIN_ABI_OLDEST) + " to " + std::to_string(MIXPREC_PLUGIN_ABI_VERSION));
+  }
+  return lib;
+}
+
+// A C callback's failure as an Error: its message, or its code when it left none.
+[[noreturn]] void callback_failed(const std::string& what, int code, const char* error, size_t size) {
+  const std::string why = bounded(error, size);
+  throw_bad_input("", what + " failed: " + (why.empty() ? "code " + std::to_string(code) : why));
+}
+
+// The C view of one tensor's statistics and of a format (plugin_abi.h).
+MixprecTensorStats stats_view(const TensorStats& stats) {
+  return {.min = stats.min, .max = stats.max, .count = stats.count, .range = stats.hist_range,
+          .bins = stats.hist.data(), .bin_count = stats.hist.size()};
+}
+
+MixprecFormatInfo format_view(FormatId format, bool symmetric) {
+  const FormatTraits& traits = format_traits(format);
+  return {.name = traits.name, .qmin = traits.qmin, .qmax = traits.qmax,
+          .integer_codes = has_integer_codes(format) ? 1 : 0,
+          .power_of_two = traits.power_of_two_scale ? 1 : 0, .symmetric = symmetric ? 1 : 0};
+}
+
+// A registered C calibration method as an added method: one call at a time.
+AddedCalibMethod calibration_method(const std::string& origin, const std::string& name, uint32_t flags,
+                                    MixprecRangeFn range, void* user) {
+  auto lock = std::make_shared<std::mutex>();
+  return {.name = name,
+          .origin = origin,
+          .power_of_two = (flags & MIXPREC_CALIB_POWER_OF_TWO) != 0,
+          .needs_histogram = (flags & MIXPREC_CALIB_NEEDS_HISTOGRAM) != 0,
+          .keeps_bounded_range = (flags & MIXPREC_CALIB_KEEPS_BOUNDED_RANGE) != 0,
+          .range = [origin, name, range, user, lock](const TensorStats& stats, FormatId format, const RangeOptions& options) {
+            const MixprecTensorStats view = stats_view(stats);
+            const MixprecFormatInfo info = format_view(format, options.symmetric);
+            Range r;
+            char error[MIXPREC_PLUGIN_ERROR_MAX] = {0};
+            const std::lock_guard<std::mutex> hold(*lock);
+            if (const int code = range(user, &view, &info, &r.min, &r.max, error, sizeof error); code != 0) {
+              callback_failed(origin + ": calibration method " + name, code, error, sizeof error);
+            }
+            return r;
+          }};
+}
+
+// A registered C pass as an added pass: the model goes through two files in a fresh folder.
+AddedPass model_pass(const std::string& origin, const std::string& name, PassStage stage, MixprecPassFn run, void* user) {
+  auto lock = std::make_shared<std::mutex>();
+  return {.name = name,
+          .origin = origin,
+          .stage = stage,
+          .run = [origin, name, run, user, lock](onnx::ModelProto& model, const std::string& params, const std::string& label) {
+            std::string folder = (fs::temp_directory_path() / "mixprec-pass-XXXXXX").string();
+            if (mkdtemp(folder.data()) == nullptr) throw Error(ErrorKind::kIo, folder, "cannot make a folder for pass " + name);
+            const auto cleanup = [&] {
+              std::error_code ec;
+              fs::remove_all(folder, ec);
+            };
+            try {
+              const std::string in = folder + "/input.onnx", out = folder + "/output.onnx";
+              save_model(model, in);
+              char error[MIXPREC_PLUGIN_ERROR_MAX] = {0};
+              int code = 0;
+              {
+                const std::lock_guard<std::mutex> hold(*lock);
+                code = run(user, in.c_str(), out.c_str(), params.c_str(), error, sizeof error);
+              }
+              if (code != 0) {
+                const std::string why = bounded(error, sizeof error);
+                throw_bad_input(label, origin + ": pass " + name + " failed: " + (why.empty() ? "code " + std::to_string(code) : why));
+              }
+              std::error_code ec;
+              if (!fs::is_regular_file(out, ec)) throw_bad_input(label, origin + ": pass " + name + " wrote no model");
+              onnx::ModelProto edited = load_model(out);
+              model = std::move(edited);
+            } catch (...) {
+              cleanup();
+              throw;
+            }
+            cleanup();
+          }};
+}
 
 }  // namespace
 
@@ -246,21 +369,13 @@ PluginManifest resolve_plugin(const std::string& name, const std::vector<std::st
 }
 
 PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string>& args, const PluginHost& host) {
-  const std::string library = (fs::path(plugin.dir) / plugin.library).string();
-  // Loaded for the rest of the process: a plugin's static state may outlive the call.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    throw_bad_input(library, std::string("the plugin's library does not load: ") + (why != nullptr ? why : "?"));
-  }
-  auto abi = reinterpret_cast<MixprecPluginAbiVersionFn>(dlsym(handle, "mixprec_plugin_abi_version"));
-  auto run = reinterpret_cast<MixprecPluginRunFn>(dlsym(handle, "mixprec_plugin_run"));
-  if (abi == nullptr || run == nullptr) {
-    throw_bad_input(library, "not a mixprec plugin: it lacks mixprec_plugin_abi_version or mixprec_plugin_run");
-  }
-  if (const uint32_t version = abi(); version != MIXPREC_PLUGIN_ABI_VERSION) {
-    throw_bad_input(library, "built for plugin interface " + std::to_string(version) + "; this mixprec has " +
-                                 std::to_string(MIXPREC_PLUGIN_ABI_VERSION));
+  const PluginLibrary lib = open_plugin_library(plugin);
+  auto run = reinterpret_cast<MixprecPluginRunFn>(dlsym(lib.handle, "mixprec_plugin_run"));
+  if (run == nullptr) {
+    throw_bad_input(lib.path, "plugin '" + plugin.name + "' has nothing to run (no mixprec_plugin_run)" +
+                                  (dlsym(lib.handle, "mixprec_plugin_register") != nullptr
+                                       ? ": it adds methods or passes; name it with --use-plugin"
+                                       : ""));
   }
   MixprecHost state{&host, plugin.name, plugin.dir, {}};
   std::vector<const char*> op_types;
@@ -299,6 +414,139 @@ PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string
                                               "', which is not a file");
   }
   return out;
+}
+
+namespace {
+
+// The registration callbacks (plugin_abi.h's MixprecRegisterApi).
+bool listed(const std::vector<std::string>& names, const char* name) { return std::ranges::find(names, name) != names.end(); }
+
+void check_listed(const MixprecRegistry& r, const std::vector<std::string>& names, const char* name, const char* what,
+                  const char* key) {
+  if (name == nullptr || *name == '\0') throw_bad_input("", r.origin + ": a " + what + " needs a name");
+  if (!listed(names, name)) {
+    throw_bad_input(r.manifest->manifest_path, r.origin + " adds " + what + " '" + name + "', which its manifest's adds." + key +
+                                                   " does not list");
+  }
+}
+
+extern "C" int host_add_calibration_method(MixprecRegistry* r, const char* name, uint32_t flags, MixprecRangeFn range,
+                                           void* user, char* error, size_t error_size) {
+  try {
+    check_listed(*r, r->manifest->calibration_methods, name, "calibration method", "calibration_methods");
+    if (range == nullptr) throw_bad_input("", r->origin + ": calibration method " + name + " has no range function");
+    if (calib_method_from_name(name) || std::ranges::find(r->calibration_methods, name, &AddedCalibMethod::name) !=
+                                            r->calibration_methods.end()) {
+      throw_bad_input("", r->origin + ": calibration method " + name + " is already defined");
+    }
+    r->calibration_methods.push_back(calibration_method(r->origin, name, flags, range, user));
+    return 0;
+  } catch (const std::exception& e) {
+    copy_message(e.what(), error, error_size);
+    return 1;
+  }
+}
+
+extern "C" int host_add_pass(MixprecRegistry* r, const char* name, int stage, MixprecPassFn run, void* user, char* error,
+                             size_t error_size) {
+  try {
+    check_listed(*r, r->manifest->passes, name, "pass", "passes");
+    if (stage != MIXPREC_PASS_FLOAT && stage != MIXPREC_PASS_QUANTIZED) {
+      throw_bad_input("", r->origin + ": pass " + name + " has stage " + std::to_string(stage) + " (0 float, 1 quantized)");
+    }
+    if (run == nullptr) throw_bad_input("", r->origin + ": pass " + name + " has no function");
+    const std::vector<std::string> known = algorithm_names();
+    if (std::ranges::find(known, name) != known.end() || config::find_algorithm(name) != nullptr ||
+        std::ranges::find(r->passes, name, &AddedPass::name) != r->passes.end()) {
+      throw_bad_input("", r->origin + ": algorithm " + name + " is already defined");
+    }
+    r->passes.push_back(model_pass(r->origin, name, stage == MIXPREC_PASS_FLOAT ? PassStage::kFloat : PassStage::kQuantized, run, user));
+    return 0;
+  } catch (const std::exception& e) {
+    copy_message(e.what(), error, error_size);
+    return 1;
+  }
+}
+
+extern "C" int host_add_custom_ops(MixprecRegistry* r, const char* library_path, char* error, size_t error_size) {
+  try {
+    if (library_path == nullptr || *library_path == '\0') throw_bad_input("", r->origin + ": add_custom_ops needs a library path");
+    fs::path path(library_path);
+    if (path.is_relative()) path = fs::path(r->manifest->dir) / path;
+    r->custom_op_libraries.push_back(fs::absolute(path).lexically_normal().string());
+    return 0;
+  } catch (const std::exception& e) {
+    copy_message(e.what(), error, error_size);
+    return 1;
+  }
+}
+
+}  // namespace
+
+LoadedPlugin use_plugin(const PluginManifest& plugin, const std::string& device) {
+  // A plugin registers once per process: named again (a second command in one process, a
+  // library user's second run), it gives what it added the first time.
+  static std::map<std::string, LoadedPlugin> loaded;
+  const std::string key = fs::absolute(plugin.manifest_path).lexically_normal().string();
+  if (const auto it = loaded.find(key); it != loaded.end()) return it->second;
+  const auto t0 = Clock::now();
+  const PluginLibrary lib = open_plugin_library(plugin);
+  auto reg = reinterpret_cast<MixprecPluginRegisterFn>(dlsym(lib.handle, "mixprec_plugin_register"));
+  if (lib.abi < 2 || reg == nullptr) {
+    throw_bad_input(lib.path, "plugin '" + plugin.name + "' registers nothing (no mixprec_plugin_register)" +
+                                  (dlsym(lib.handle, "mixprec_plugin_run") != nullptr ? ": run it with guide --plugin " + plugin.name
+                                                                                      : ""));
+  }
+  MixprecRegistry registry{.manifest = &plugin, .origin = "plugin " + plugin.name, .calibration_methods = {}, .passes = {},
+                           .custom_op_libraries = {}};
+  const MixprecRegisterApi api{.abi_version = MIXPREC_PLUGIN_ABI_VERSION,
+                               .mixprec_version = mixprec_version().c_str(),
+                               .device = device.c_str(),
+                               .add_calibration_method = host_add_calibration_method,
+                               .add_pass = host_add_pass,
+                               .add_custom_ops = host_add_custom_ops};
+  char error[MIXPREC_PLUGIN_ERROR_MAX] = {0};
+  if (const int code = reg(&registry, &api, error, sizeof error); code != 0) {
+    const std::string why = bounded(error, sizeof error);
+    throw_bad_input(plugin.manifest_path, "plugin '" + plugin.name + "' failed to register: " +
+                                              (why.empty() ? "code " + std::to_string(code) : why));
+  }
+  LoadedPlugin out{.name = plugin.name, .version = plugin.version};
+  for (const auto& m : registry.calibration_methods) out.calibration_methods.push_back(m.name);
+  for (const auto& p : registry.passes) out.passes.push_back(p.name);
+  const auto missing = [&](const std::vector<std::string>& listed_names, const std::vector<std::string>& added, const char* field) {
+    for (const auto& name : listed_names) {
+      if (std::ranges::find(added, name) == added.end()) {
+        throw_bad_input(plugin.manifest_path, "adds." + std::string(field) + " lists '" + name + "', which plugin '" + plugin.name +
+                                                  "' did not register");
+      }
+    }
+  };
+  missing(plugin.calibration_methods, out.calibration_methods, "calibration_methods");
+  missing(plugin.passes, out.passes, "passes");
+  // Libraries first: the one step that can still fail (ONNX Runtime refusing one).
+  for (const auto& library : registry.custom_op_libraries) register_custom_op_library(library);
+  out.custom_op_libraries = registry.custom_op_libraries;
+  for (auto& m : registry.calibration_methods) add_calib_method(std::move(m));
+  for (auto& p : registry.passes) add_pass(std::move(p));
+  out.seconds = seconds_since(t0);
+  loaded.emplace(key, out);
+  return out;
+}
+
+std::string describe(const LoadedPlugin& plugin) {
+  std::vector<std::string> parts;
+  if (!plugin.calibration_methods.empty()) parts.push_back("calibration methods " + text::join(plugin.calibration_methods));
+  if (!plugin.passes.empty()) {
+    std::vector<std::string> passes;
+    for (const auto& name : plugin.passes) {
+      const AddedPass* pass = find_added_pass(name);
+      passes.push_back(name + (pass ? std::string(" (") + pass_stage_names().name(pass->stage) + ")" : ""));
+    }
+    parts.push_back("passes " + text::join(passes));
+  }
+  if (!plugin.custom_op_libraries.empty()) parts.push_back(std::to_string(plugin.custom_op_libraries.size()) + " custom-op libraries");
+  return parts.empty() ? "adds nothing" : "adds " + text::join(parts, "; ");
 }
 
 }  // namespace mixprec

@@ -194,6 +194,30 @@ TEST(ConfigJsonTest, AlgoConfigAndQuarkExtraOptionsGiveOneRecipe) {
   EXPECT_FALSE(config_to_json(parse(testing::kSpecExample)).contains("algo_config"));
 }
 
+// An added pass (a plugin's): algo_config names it with parameters of its own, kept as given
+// through both shapes; the recipe runs float passes after CLE and quantized ones last.
+TEST(ConfigJsonTest, AnAddedPassIsNamedInAlgoConfigWithItsOwnParameters) {
+  const auto noop = [](onnx::ModelProto&, const std::string&, const std::string&) {};
+  const auto unknown = parse_error(R"({"algo_config": [{"name": "test-late-pass"}]})");
+  EXPECT_PRED2(contains, unknown, "algo_config[0].name names an unknown algorithm \"test-late-pass\"");
+  add_pass({.name = "test-early-pass", .origin = "test", .stage = PassStage::kFloat, .run = noop});
+  add_pass({.name = "test-late-pass", .origin = "test", .stage = PassStage::kQuantized, .run = noop});
+  EXPECT_THROW(add_pass({.name = "cle", .origin = "test", .run = noop}), Error);
+  EXPECT_THROW(add_pass({.name = "test-late-pass", .origin = "test", .run = noop}), Error);
+  EXPECT_THROW(add_pass({.name = "test-no-function", .origin = "test"}), Error);
+  const QuantConfig c = parse(R"({"algo_config": [{"name": "test-late-pass", "depth": [1, 2]}, {"name": "bias_correction"},
+                                                  {"name": "test-early-pass"}, {"name": "cle"}]})");
+  ASSERT_EQ(c.algorithms.size(), 4u);
+  EXPECT_EQ(c.algorithms[0].params, Json::parse(R"({"depth": [1, 2]})"));
+  const AlgorithmRecipe recipe = algorithm_recipe(c);
+  EXPECT_EQ(recipe.names(), (std::vector<std::string>{"cle", "test-early-pass", "bias_correction", "test-late-pass"}));
+  ASSERT_EQ(recipe.passes_of(PassStage::kQuantized).size(), 1u);
+  EXPECT_EQ(recipe.passes_of(PassStage::kQuantized)[0], (PassCall{.name = "test-late-pass", .stage = PassStage::kQuantized,
+                                                                   .params = R"({"depth":[1,2]})"}));
+  EXPECT_EQ(parse_config(config_to_json(c), kLabel), c);
+  EXPECT_EQ(parse_config(config_to_json(c, ConfigShape::kQuark), kLabel).algorithms, c.algorithms);
+}
+
 TEST(ConfigJsonTest, PerChannelOnAPerTensorSpecIsAWarning) {
   const WarningCollector warnings;
   parse(R"({"global_config": {"weight": {"spec": "XInt8Spec", "params": {"per_channel": true}},

@@ -1,15 +1,26 @@
 // Plugins: manifests and their errors, the search path, and loading and running the real
-// block-formats plugin built from this repo (libs/plugins/block_formats) through its C interface.
+// block-formats plugin built from this repo (libs/plugins/block_formats) through its C interface;
+// registration (--use-plugin): the shipped calib-aciq plugin's method against hand-worked
+// ranges, and a test plugin's method and passes inside a real quantize run.
 #include "mixprec/plugins.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cmath>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "mixprec/calibration.h"
+#include "mixprec/config.h"
 #include "mixprec/error.h"
+#include "mixprec/jobs.h"
+#include "mixprec/model_io.h"
+#include "mixprec/npy.h"
+#include "mixprec/tensor_proto.h"
+#include "support/model_builder.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -30,6 +41,15 @@ class PluginsTest : public testing::TempDirTest {
   static std::string manifest(const std::string& name, const std::string& extra = "") {
     return R"({"name": ")" + name + R"(", "version": "1.2.0", "library": "lib.so", "requires_mixprec": "0.1.0")" +
            extra + "}";
+  }
+  // The test plugin (tests/plugins/passes_plugin.cpp) in a folder of its own with `adds`.
+  std::string passes_plugin(const std::string& dir, const std::string& adds) {
+    const fs::path folder = fs::path(path(dir)) / "passes";
+    fs::create_directories(folder);
+    std::ofstream(folder / "plugin.json") << R"({"name": "passes", "version": "1.0.0", "library": "lib.so",
+                                                 "requires_mixprec": "0.1.0", "adds": )" << adds << "}";
+    fs::create_symlink(MIXPREC_TEST_PASSES_PLUGIN, folder / "lib.so");
+    return folder.string();
   }
   static std::string error_of(const std::function<void()>& f) {
     try {
@@ -139,6 +159,146 @@ TEST_F(PluginsTest, ALibraryThatIsNotAPluginIsRefused) {
   const std::string missing = write_plugin("q", "gone", R"({"name": "gone", "version": "1.0.0", "library": "none.so", "requires_mixprec": "0.1.0"})");
   EXPECT_NE(error_of([&] { run_plugin(read_plugin_manifest(missing), {}, host); }).find("the plugin's library does not load"),
             std::string::npos);
+}
+
+// The ACIQ clip ratio t (t e^t = 3 * levels^2), by bisection: independent of the plugin's Newton.
+double aciq_ratio(double levels) {
+  double lo = 1, hi = 50;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2;
+    (mid * std::exp(mid) < 3 * levels * levels ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// 1000 values at 0.5, 1000 at -0.5 and one at 64: R = 128, bins 1/8 wide, so the values sit in
+// bins centred at 0.5625, -0.4375 and 64.0625.
+TensorStats aciq_stats() {
+  StatsCollector c;
+  std::vector<float> values(2000, 0.5f);
+  std::fill(values.begin() + 1000, values.end(), -0.5f);
+  values.push_back(64.0f);
+  c.update(values);
+  return c.stats();
+}
+
+TEST_F(PluginsTest, TheCalibAciqPluginClipsAtTheLaplaceOptimum) {
+  const PluginManifest m = resolve_plugin("calib-aciq", {kPlugins}, "cpu");
+  const LoadedPlugin loaded = use_plugin(m, "cpu");
+  EXPECT_EQ(loaded.calibration_methods, std::vector<std::string>{"ACIQ"});
+  EXPECT_EQ(describe(loaded), "adds calibration methods ACIQ");
+  const std::optional<CalibMethod> aciq = calib_method_from_name("ACIQ");
+  ASSERT_TRUE(aciq.has_value());
+  EXPECT_TRUE(is_added_calib_method(*aciq));
+  EXPECT_TRUE(calib_method_traits(*aciq).keeps_bounded_range);
+  EXPECT_EQ(all_calib_methods().back().name, std::string("ACIQ"));
+  // Named twice, it is the same registration (not a second "ACIQ").
+  EXPECT_EQ(use_plugin(m, "cpu").calibration_methods, loaded.calibration_methods);
+
+  const TensorStats stats = aciq_stats();
+  // Symmetric int8: b = E|x| = (1000 * 0.5625 + 1000 * 0.4375 + 64.0625) / 2001; t = 9.897 (the paper lists 9.89 for 8 bits).
+  const double b = (562.5 + 437.5 + 64.0625) / 2001;
+  EXPECT_NEAR(aciq_ratio(256), 9.89, 0.01);
+  Range r = compute_range(stats, *aciq, FormatId::kInt8, {.symmetric = true});
+  EXPECT_FLOAT_EQ(r.min, -0.5f);  // [-alpha, alpha] kept inside [min, max]
+  EXPECT_NEAR(r.max, aciq_ratio(256) * b, 1e-5);
+  // 4-bit codes clip tighter: t = 5.03.
+  EXPECT_NEAR(aciq_ratio(16), 5.03, 0.01);
+  r = compute_range(stats, *aciq, FormatId::kInt4, {.symmetric = true});
+  EXPECT_NEAR(r.max, aciq_ratio(16) * b, 1e-5);
+  // Asymmetric uint8 fits around the mean.
+  const double mean = (562.5 - 437.5 + 64.0625) / 2001;
+  const double b_mean = (1000 * (0.5625 - mean) + 1000 * (0.4375 + mean) + (64.0625 - mean)) / 2001;
+  r = compute_range(stats, *aciq, FormatId::kUInt8, {.symmetric = false});
+  EXPECT_FLOAT_EQ(r.min, -0.5f);
+  EXPECT_NEAR(r.max, mean + aciq_ratio(256) * b_mean, 1e-5);
+  // FP8 grids are not uniform: the range seen.
+  r = compute_range(stats, *aciq, FormatId::kFp8E4M3, {.symmetric = true});
+  EXPECT_FLOAT_EQ(r.max, 64.0f);
+}
+
+TEST_F(PluginsTest, APluginWithoutRegisterIsRefusedByUsePlugin) {
+  const std::string why = error_of([&] { use_plugin(resolve_plugin("block-formats", {kPlugins}, "stx"), "stx"); });
+  EXPECT_NE(why.find("registers nothing (no mixprec_plugin_register): run it with guide --plugin block-formats"),
+            std::string::npos)
+      << why;
+}
+
+TEST_F(PluginsTest, WhatRegisterAddsMustBeWhatTheManifestLists) {
+  // It registers HalfRange, tag-float and tag-quantized; this manifest lists the method only.
+  const std::string dir = passes_plugin("short", R"({"calibration_methods": ["HalfRange"]})");
+  std::string why = error_of([&] { use_plugin(read_plugin_manifest(dir), "cpu"); });
+  EXPECT_NE(why.find("plugin passes adds pass 'tag-float', which its manifest's adds.passes does not list"), std::string::npos)
+      << why;
+  // ... and nothing of it joined the run.
+  EXPECT_FALSE(calib_method_from_name("HalfRange").has_value());
+  const std::string more = passes_plugin(
+      "long", R"({"calibration_methods": ["HalfRange", "Other"], "passes": ["tag-float", "tag-quantized"]})");
+  why = error_of([&] { use_plugin(read_plugin_manifest(more), "cpu"); });
+  EXPECT_NE(why.find("adds.calibration_methods lists 'Other', which plugin 'passes' did not register"), std::string::npos) << why;
+  EXPECT_FALSE(calib_method_from_name("HalfRange").has_value());
+}
+
+// A quantize run with the plugin's method and both its passes: y = x W on one sample
+// x = (1, -2, 0.5, 4). HalfRange gives x the range [-1, 2], so its A8W8 scale is 2 / 127; the
+// float pass sees no QuantizeLinear, the quantized pass the model's.
+TEST_F(PluginsTest, ARegisteredMethodAndPassesRunInsideQuantize) {
+  const LoadedPlugin loaded = use_plugin(
+      read_plugin_manifest(passes_plugin("p", R"({"calibration_methods": ["HalfRange"], "passes": ["tag-float", "tag-quantized"]})")),
+      "cpu");
+  EXPECT_EQ(describe(loaded), "adds calibration methods HalfRange; passes tag-float (float), tag-quantized (quantized)");
+  save_model(testing::ModelBuilder()
+                 .add_input("x", onnx::TensorProto::FLOAT, {1, 4})
+                 .add_output("y", onnx::TensorProto::FLOAT, {1, 2})
+                 .add_initializer("w", {4, 2}, {1, -1, 2, 0, 0, 1, -1, 2})
+                 .add_node("MatMul", {"x", "w"}, {"y"}, {}, "mm")
+                 .build(),
+             path("model.onnx"));
+  const std::vector<float> x = {1, -2, 0.5f, 4};
+  write_npy(path("x.npy"), Tensor::from_floats({1, 4}, x));
+  QuantConfig config = *preset_config("A8W8");
+  config.extra.calib_method = *calib_method_from_name("HalfRange");
+  config.algorithms = {{.name = "tag-float", .params = {{"k", 1}}}, {.name = "tag-quantized"}};
+  save_config(config, path("config.json"));
+  EXPECT_EQ(algorithm_recipe(load_config(path("config.json"))).names(),
+            (std::vector<std::string>{"tag-float", "tag-quantized"}));
+
+  QuantizeParams q;
+  q.setup.model_path = path("model.onnx");
+  q.setup.calibration.data.files = {path("x.npy")};
+  q.output_path = path("out.onnx");
+  q.config.path = path("config.json");
+  const QuantizeReport report = quantize_job(q);
+  ASSERT_EQ(report.prepare.passes.size(), 1u);
+  EXPECT_EQ(report.prepare.passes[0].rfind("tag-float (plugin passes): ", 0), 0u) << report.prepare.passes[0];
+
+  const onnx::ModelProto out = load_model(q.output_path);
+  std::map<std::string, std::string> meta;
+  for (const auto& p : out.metadata_props()) meta[p.key()] = p.value();
+  EXPECT_EQ(meta["tag-float"], R"({"k":1} QuantizeLinear=0)");
+  int quantize = 0;
+  std::string x_scale;
+  for (const auto& node : out.graph().node()) {
+    if (node.op_type() != "QuantizeLinear") continue;
+    ++quantize;
+    if (node.input(0) == "x") x_scale = node.input(1);
+  }
+  EXPECT_EQ(meta["tag-quantized"], "{} QuantizeLinear=" + std::to_string(quantize));
+  ASSERT_FALSE(x_scale.empty());
+  for (const auto& init : out.graph().initializer()) {
+    if (init.name() == x_scale) {
+      EXPECT_FLOAT_EQ(tensor_from_proto(init, "scale").to_floats().at(0), 2.0f / 127);
+    }
+  }
+
+  // A pass that fails stops the run with its message; nothing is written.
+  config.algorithms = {{.name = "tag-quantized", .params = {{"fail", true}}}};
+  save_config(config, path("failing.json"));
+  q.config.path = path("failing.json");
+  q.output_path = path("never.onnx");
+  const std::string why = error_of([&] { quantize_job(q); });
+  EXPECT_NE(why.find("plugin passes: pass tag-quantized failed: tag-quantized was told to fail"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(q.output_path));
 }
 
 }  // namespace
