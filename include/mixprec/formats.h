@@ -92,10 +92,44 @@ void fake_quantize_blocks(const BlockFormat& block, std::span<const float> value
                           int64_t axis, std::span<float> out);
 // The formats' names, comma separated, in the given order ("xint8, bf16").
 std::string format_names(std::span<const FormatId> formats);
-std::span<const FormatTraits> all_formats();
+// The built-in formats in FormatId order, then the added ones (add_format).
+std::vector<FormatTraits> all_formats();
 // By spec name ("Int8Spec") or short name ("int8"), case-sensitive. nullopt when unknown.
 // fp32 is "Float32Spec": Quark has no such spec; it names "leave this tensor in float".
 std::optional<FormatId> format_from_name(std::string_view name);
+
+// Formats added at run time (a plugin's, mixprec/plugins.h): fake quantization by one custom
+// ONNX op, domain:op_type with the given attributes, that the plugin's custom-op library
+// computes (float in, float out, the input's shape). The rewrite puts it on every activation a
+// config gives the format (x -> op -> x') and, with `weights`, on the weight (w -> op -> w', the
+// weight kept float), with no statistics: the op sees the values themselves. Otherwise such a
+// format is a float format to mixprec (no scale, no codes; format_traits gives is_qdq and
+// is_block false and float32 storage), allowed on every device (the plugin's manifest says
+// where it runs), and as fast as `speed_as` in the cost model. Their FormatId values follow the
+// built-in ones, in the order added; files name formats, never their numbers. Add them before
+// any run starts: the table is read without a lock.
+struct AddedFormatAttribute {
+  std::string name;
+  enum class Kind : uint8_t { kInt, kFloat, kString } kind = Kind::kInt;
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+
+  bool operator==(const AddedFormatAttribute&) const = default;
+};
+struct AddedFormat {
+  std::string name;       // short name ("step-half"), unique among all formats
+  std::string spec_name;  // config spelling ("StepHalfSpec"), unique too
+  std::string origin;     // who added it ("plugin passes"): named in its errors
+  std::string domain, op_type;
+  std::vector<AddedFormatAttribute> attributes;
+  bool weights = true;
+  FormatId speed_as = FormatId::kBFloat16;  // a built-in format
+};
+// kBadInput (no file) for an empty or taken name or spec name, a missing domain or op type,
+// speed_as not built in, or too many formats.
+FormatId add_format(AddedFormat format);
+const AddedFormat* added_format(FormatId id);  // nullptr for the built-in ones
 
 // Parameters of one quantized tensor: one scale/zero point per tensor (axis -1), one per
 // channel along `axis` (axis >= 0, block_size 0), or one per block of `block_size` consecutive

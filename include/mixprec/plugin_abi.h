@@ -21,10 +21,11 @@
  * called once, before the command does any work, and adds what the manifest's "adds" lists
  * (exactly that: a name the manifest does not list, or one it lists and register does not add,
  * is an error): calibration methods (a config's "calib_method", --calib-method, guide's method
- * sweep), passes (a config's algo_config entry {"name": ..., its own parameters}) and ONNX
- * Runtime custom-op libraries. The callbacks it hands over are called from mixprec's threads,
- * one call at a time per callback; `user` is passed back untouched and must live for the
- * process.
+ * sweep), passes (a config's algo_config entry {"name": ..., its own parameters}), ONNX
+ * Runtime custom-op libraries and (interface 3) formats: a format is fake quantization by one
+ * custom op of the plugin's library, put on the tensors a config gives the format. The
+ * callbacks it hands over are called from mixprec's threads, one call at a time per callback;
+ * `user` is passed back untouched and must live for the process.
  *
  * Strings are UTF-8 and NUL-terminated; the host's strings live for the whole call. */
 #ifndef MIXPREC_PLUGIN_ABI_H
@@ -37,7 +38,7 @@
 extern "C" {
 #endif
 
-#define MIXPREC_PLUGIN_ABI_VERSION 2u
+#define MIXPREC_PLUGIN_ABI_VERSION 3u
 #define MIXPREC_PLUGIN_ABI_OLDEST 1u /* the oldest interface this host still loads */
 
 enum { MIXPREC_LOG_INFO = 0, MIXPREC_LOG_WARNING = 1 };
@@ -122,6 +123,22 @@ enum {
   MIXPREC_PASS_QUANTIZED = 1 /* on each quantized model the run builds, last */
 };
 
+/* A format (interface 3): every tensor a config gives it gets one node `domain:op_type` with
+ * `attributes`, float in, float out of the same shape (x -> op -> x'); with `weights`, a weight
+ * too (w -> op -> w', the weight kept float in the model). The op sees the values themselves:
+ * mixprec computes no scale for it. The op must be in a custom-op library the plugin adds
+ * (add_custom_ops). To mixprec the format is otherwise a float format: allowed on every device
+ * the plugin runs on and, in the cost model, as fast as `speed_as`. */
+typedef struct MixprecFormatSpec {
+  const char* name;            /* the short name: "step-half" */
+  const char* spec_name;       /* the config spelling: "StepHalfSpec" */
+  const char* domain;          /* the op's domain: "com.example" */
+  const char* op_type;         /* "RoundToStep" */
+  const char* attributes_json; /* a JSON object of the op's attributes: integers, floats (1.0) and strings; NULL: none */
+  int weights;                 /* 1: weights get the op too; 0: only activations */
+  const char* speed_as;        /* a built-in format's name ("bf16", "int8"); NULL: "bf16" */
+} MixprecFormatSpec;
+
 typedef struct MixprecRegistry MixprecRegistry; /* opaque: the plugin being registered */
 
 typedef struct MixprecRegisterApi {
@@ -137,6 +154,8 @@ typedef struct MixprecRegisterApi {
   /* An ONNX Runtime custom-op library (relative to the plugin's folder, or absolute) for every
    * session the run builds. */
   int (*add_custom_ops)(MixprecRegistry* registry, const char* library_path, char* error, size_t error_size);
+  /* Interface 3 (check abi_version >= 3 before calling): a format (MixprecFormatSpec). */
+  int (*add_format)(MixprecRegistry* registry, const MixprecFormatSpec* format, char* error, size_t error_size);
 } MixprecRegisterApi;
 
 typedef uint32_t (*MixprecPluginAbiVersionFn)(void);

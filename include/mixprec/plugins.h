@@ -10,8 +10,9 @@
 //    "requires_mixprec": "0.1.0",             the oldest mixprec it runs with
 //    "devices": ["stx", "ve2"],               optional: where it may run (absent: everywhere)
 //    "adds": {"formats": ["mx9"], "calibration_methods": ["ACIQ"], "passes": ["clip-weights"], "custom_ops": []},
-//                                             formats: built-in formats allowed on its devices when it runs;
-//                                             methods and passes: what its register adds (exactly)
+//                                             formats: built-in ones are allowed on its devices when it
+//                                             runs; the others, methods and passes are what its
+//                                             register adds (exactly)
 //    "commands": [{"name": "quantize", "usage": "...", "description": "..."}],
 //    "compiler_flags": "flag=1",              optional: appended to the compiler's fe_args
 //    "consent": "banner text"}                optional: shown; the run needs consent to go on
@@ -92,12 +93,15 @@ PluginRun run_plugin(const PluginManifest& plugin, const std::vector<std::string
 struct LoadedPlugin {
   std::string name, version;
   std::vector<std::string> calibration_methods, passes;  // now known by name (calibration.h, config.h)
+  std::vector<std::string> formats;                      // added ones (formats.h's add_format), by short name
   std::vector<std::string> custom_op_libraries;          // registered with every session, absolute paths
   double seconds = 0;
 };
 
-// Loads the plugin's library (only now) and calls its register: its calibration methods and
-// passes join the run's (add_calib_method, add_pass), its custom-op libraries every session.
+// Loads the plugin's library (only now) and calls its register: its calibration methods,
+// passes and formats join the run's (add_calib_method, add_pass, add_format), its custom-op
+// libraries every session. A name in the manifest's adds.formats that is a built-in format is an
+// allowance (guide --plugin), not something register must add.
 // Call it once per plugin, before the run starts. kBadInput when the library does not load, was
 // built for another interface, has no register, fails, or adds something its manifest does not
 // list or leaves out something it lists.

@@ -265,7 +265,7 @@ void read_value(const Json& json, const Where& at, FormatId& out) {
   read_value(json, at, name);
   const std::optional<FormatId> format = format_from_name(name);
   if (!format) {
-    at.fail("names an unknown spec \"" + name + "\" (known: " + join_names(all_formats(), &FormatTraits::spec_name) + ")");
+    at.fail("names an unknown spec \"" + name + "\" (known: " + join_names(std::span<const FormatTraits>(all_formats()), &FormatTraits::spec_name) + ")");
   }
   out = *format;
 }

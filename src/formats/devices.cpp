@@ -87,6 +87,7 @@ std::vector<std::string> device_names() {
 }
 
 bool device_allows(const DeviceProfile& device, FormatId format) {
+  if (added_format(format)) return true;  // a plugin's: its manifest says where it runs
   return std::find(device.formats.begin(), device.formats.end(), format) != device.formats.end();
 }
 
@@ -115,6 +116,7 @@ bool device_needs_power_of_two(const DeviceProfile& device, FormatId format) {
 double relative_speed(const DeviceProfile& device, FormatId format) {
   // One column per format class; the switch is the FormatId -> class map, complete by -Wswitch.
   const RelativeThroughput& speed = device.throughput;
+  if (const AddedFormat* added = added_format(format)) return relative_speed(device, added->speed_as);
   switch (format) {
     case FormatId::kXInt8:
     case FormatId::kInt8:

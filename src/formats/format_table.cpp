@@ -1,9 +1,13 @@
 // The format table: one row per FormatId, in enum order.
+#include <deque>
 #include <iterator>
+#include <limits>
+#include <type_traits>
 
 #include "mixprec/formats.h"
 
 #include "common/text.h"
+#include "mixprec/error.h"
 
 namespace mixprec {
 namespace {
@@ -87,9 +91,51 @@ constexpr bool block_rows_match() {
 }
 static_assert(block_rows_match(), "every block format has exactly one kBlockTable row");
 
+constexpr size_t kBuiltIn = std::size(kFormatTable);
+
+struct AddedRow {
+  AddedFormat format;
+  FormatTraits traits;
+};
+std::deque<AddedRow>& added_formats() {
+  static std::deque<AddedRow> rows;  // a deque: a row's names stay where they are
+  return rows;
+}
+
 }  // namespace
 
-const FormatTraits& format_traits(FormatId id) { return kFormatTable[static_cast<size_t>(id)]; }
+const FormatTraits& format_traits(FormatId id) {
+  const auto index = static_cast<size_t>(id);
+  if (index < kBuiltIn) return kFormatTable[index];
+  if (index - kBuiltIn < added_formats().size()) return added_formats()[index - kBuiltIn].traits;
+  throw Error(ErrorKind::kInternal, "", "format " + std::to_string(index) + " was never added");
+}
+
+const AddedFormat* added_format(FormatId id) {
+  const auto index = static_cast<size_t>(id);
+  return index >= kBuiltIn && index - kBuiltIn < added_formats().size() ? &added_formats()[index - kBuiltIn].format : nullptr;
+}
+
+FormatId add_format(AddedFormat format) {
+  const std::string& origin = format.origin;
+  if (format.name.empty() || format.spec_name.empty()) throw_bad_input("", origin + ": a format needs a name and a spec name");
+  for (const std::string& name : {format.name, format.spec_name}) {
+    if (format_from_name(name)) throw_bad_input("", origin + ": format " + name + " is already defined");
+  }
+  if (format.domain.empty() || format.op_type.empty()) {
+    throw_bad_input("", origin + ": format " + format.name + " needs the domain and op type of its fake-quantization op");
+  }
+  if (static_cast<size_t>(format.speed_as) >= kBuiltIn) {
+    throw_bad_input("", origin + ": format " + format.name + " must run as fast as a built-in format");
+  }
+  const size_t index = kBuiltIn + added_formats().size();
+  if (index > std::numeric_limits<std::underlying_type_t<FormatId>>::max()) throw_bad_input("", origin + ": too many formats added");
+  AddedRow& row = added_formats().emplace_back(AddedRow{.format = std::move(format), .traits = kFormatTable[0]});
+  row.traits.id = static_cast<FormatId>(index);  // float32's row: no codes, no scale, no opset
+  row.traits.name = row.format.name.c_str();
+  row.traits.spec_name = row.format.spec_name.c_str();
+  return row.traits.id;
+}
 
 bool has_integer_codes(FormatId id) {
   const FormatTraits& traits = format_traits(id);
@@ -108,11 +154,18 @@ std::string format_names(std::span<const FormatId> formats) {
   for (FormatId id : formats) names.emplace_back(format_traits(id).name);
   return text::join(names);
 }
-std::span<const FormatTraits> all_formats() { return kFormatTable; }
+std::vector<FormatTraits> all_formats() {
+  std::vector<FormatTraits> out(std::begin(kFormatTable), std::end(kFormatTable));
+  for (const AddedRow& row : added_formats()) out.push_back(row.traits);
+  return out;
+}
 
 std::optional<FormatId> format_from_name(std::string_view name) {
   for (const FormatTraits& traits : kFormatTable) {
     if (name == traits.spec_name || name == traits.name) return traits.id;
+  }
+  for (const AddedRow& row : added_formats()) {
+    if (name == row.traits.spec_name || name == row.traits.name) return row.traits.id;
   }
   return std::nullopt;
 }

@@ -68,6 +68,14 @@ onnx::AttributeProto make_ints_attribute(const std::string& name, const std::vec
   return attribute;
 }
 
+onnx::AttributeProto make_float_attribute(const std::string& name, float value) {
+  onnx::AttributeProto attribute;
+  attribute.set_name(name);
+  attribute.set_type(onnx::AttributeProto::FLOAT);
+  attribute.set_f(value);
+  return attribute;
+}
+
 onnx::AttributeProto make_string_attribute(const std::string& name, const std::string& value) {
   onnx::AttributeProto attribute;
   attribute.set_name(name);

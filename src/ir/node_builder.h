@@ -45,6 +45,7 @@ struct NodeSpec {
 onnx::NodeProto make_node(NodeSpec spec);
 
 onnx::AttributeProto make_int_attribute(const std::string& name, int64_t value);
+onnx::AttributeProto make_float_attribute(const std::string& name, float value);
 onnx::AttributeProto make_ints_attribute(const std::string& name, const std::vector<int64_t>& values);
 onnx::AttributeProto make_string_attribute(const std::string& name, const std::string& value);
 // Sets `attribute` on `node`: an attribute of the same name is removed first, so the new one

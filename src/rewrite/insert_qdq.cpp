@@ -259,6 +259,15 @@ class Inserter {
     const Tensor w = tensor_from_proto(*specs_.initializer(name), label_);
     ResolvedSpec out{spec.format, {}};
     ++summary_.quantized_weights;
+    if (const AddedFormat* added = added_format(spec.format)) {
+      if (added->weights) {  // the weight stays float; the plugin's op fake-quantizes it as it runs
+        const std::string out_name = pairs_.names().fresh(name + "_" + added->name);
+        *graph_.add_node() = added_format_node(name, out_name, *added, pairs_.names().fresh(name + "_" + added->op_type));
+        pairs_.need_domain(added->domain);
+        node.set_input(index, out_name);
+      }
+      return out;
+    }
     if (const BlockFormat* block = block_format(spec.format)) {
       node.set_input(index, stored_block_rounded(name, w, spec.format, *block, ir::weight_reduction_axis(node, static_cast<int64_t>(w.shape().size()))));
       return out;

@@ -131,6 +131,12 @@ PairWriter::PairWriter(onnx::GraphProto& body, PairWriter& outer)
 
 std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spec, const std::string& out,
                                   std::vector<onnx::NodeProto>& nodes) {
+  if (const AddedFormat* added = added_format(spec.format)) {
+    nodes.push_back(added_format_node(in, out, *added, names().fresh(in + "_" + added->name)));
+    need_domain(added->domain);
+    ++summary_.block_ops;
+    return "";
+  }
   if (const BlockFormat* block = block_format(spec.format)) {
     nodes.push_back(block_node(in, out, *block, spec.params.axis, names().fresh(in + "_" + format_traits(spec.format).name)));
     need_domain(kQuarkOpsDomain);
@@ -196,6 +202,24 @@ onnx::NodeProto block_node(const std::string& in, const std::string& out, const 
   }
   return ir::make_node({.op_type = block.mx ? "MXQuantizeDequantize" : "BFPQuantizeDequantize",
                         .domain = kQuarkOpsDomain,
+                        .name = name,
+                        .inputs = {in},
+                        .outputs = {out},
+                        .attributes = std::move(attributes)});
+}
+
+onnx::NodeProto added_format_node(const std::string& in, const std::string& out, const AddedFormat& format,
+                                  const std::string& name) {
+  std::vector<onnx::AttributeProto> attributes;
+  for (const AddedFormatAttribute& a : format.attributes) {
+    switch (a.kind) {
+      case AddedFormatAttribute::Kind::kInt: attributes.push_back(ir::make_int_attribute(a.name, a.i)); break;
+      case AddedFormatAttribute::Kind::kFloat: attributes.push_back(ir::make_float_attribute(a.name, a.f)); break;
+      case AddedFormatAttribute::Kind::kString: attributes.push_back(ir::make_string_attribute(a.name, a.s)); break;
+    }
+  }
+  return ir::make_node({.op_type = format.op_type,
+                        .domain = format.domain,
                         .name = name,
                         .inputs = {in},
                         .outputs = {out},

@@ -143,6 +143,10 @@ class PairWriter {
 onnx::NodeProto block_node(const std::string& in, const std::string& out, const BlockFormat& block, int64_t axis,
                            const std::string& name);
 
+// One node of an added format's op (formats.h's add_format) taking `in` to `out`.
+onnx::NodeProto added_format_node(const std::string& in, const std::string& out, const AddedFormat& format,
+                                  const std::string& name);
+
 // "_bf16" or "_fp16": how names mark a low-precision copy.
 std::string cast_suffix(FormatId format);
 // A Q/DQ node's inputs: {x, scale, zero point}, or {x, scale} when the zero point is "" (FP8).

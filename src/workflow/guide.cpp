@@ -289,7 +289,10 @@ class Guide {
     plugin_formats_.assign(device_->formats.begin(), device_->formats.end());
     for (const auto& name : manifest.formats) {
       const auto id = format_from_name(name);
-      if (!id) throw_bad_input(manifest.manifest_path, "\"adds\": unknown format '" + name + "'");
+      if (!id) {
+        throw_bad_input(manifest.manifest_path, "\"adds\": format '" + name + "' is not built in, and plugin " + manifest.name +
+                                                    " has not added it (its own formats need --use-plugin " + manifest.name + ")");
+      }
       if (std::ranges::find(plugin_formats_, *id) == plugin_formats_.end()) plugin_formats_.push_back(*id);
     }
     std::ranges::sort(plugin_formats_);
@@ -298,7 +301,7 @@ class Guide {
     RelativeThroughput& speed = plugin_device_.throughput;
     for (const auto& name : manifest.formats) {
       const FormatId id = *format_from_name(name);
-      if (relative_speed(plugin_device_, id) > 0) continue;
+      if (added_format(id) != nullptr || relative_speed(plugin_device_, id) > 0) continue;  // an added one has its speed_as
       const bool fp8 = id == FormatId::kFp8E4M3 || id == FormatId::kFp8E5M2;
       const bool int4 = id == FormatId::kInt4 || id == FormatId::kUInt4;
       double& field = format_traits(id).is_block ? speed.block : fp8 ? speed.fp8 : int4 ? speed.int4 : speed.bf16;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include "mixprec/calibration.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
+#include "mixprec/formats.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/plugin_abi.h"
@@ -47,6 +49,7 @@ struct MixprecRegistry {
   std::string origin;  // "plugin NAME"
   std::vector<mixprec::AddedCalibMethod> calibration_methods;
   std::vector<mixprec::AddedPass> passes;
+  std::vector<mixprec::AddedFormat> formats;
   std::vector<std::string> custom_op_libraries;
 };
 
@@ -468,6 +471,74 @@ extern "C" int host_add_pass(MixprecRegistry* r, const char* name, int stage, Mi
   }
 }
 
+// The attributes of an added format's op: a JSON object of integers, floats and strings.
+std::vector<AddedFormatAttribute> format_attributes(const MixprecRegistry& r, const std::string& format, const char* json_text) {
+  std::vector<AddedFormatAttribute> out;
+  if (json_text == nullptr || *json_text == '\0') return out;
+  const std::string where = r.origin + ": format " + format + "'s attributes";
+  Json json;
+  try {
+    json = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    throw_bad_input("", where + " are not JSON (" + e.what() + ")");
+  }
+  if (!json.is_object()) throw_bad_input("", where + " must be a JSON object");
+  for (const auto& [key, value] : json.items()) {
+    AddedFormatAttribute a{.name = key};
+    if (value.is_number_integer()) {
+      a.kind = AddedFormatAttribute::Kind::kInt;
+      a.i = value.get<int64_t>();
+    } else if (value.is_number_float()) {
+      a.kind = AddedFormatAttribute::Kind::kFloat;
+      a.f = value.get<float>();
+    } else if (value.is_string()) {
+      a.kind = AddedFormatAttribute::Kind::kString;
+      a.s = value.get<std::string>();
+    } else {
+      throw_bad_input("", where + ": \"" + key + "\" must be an integer, a float or a string");
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+extern "C" int host_add_format(MixprecRegistry* r, const MixprecFormatSpec* spec, char* error, size_t error_size) {
+  try {
+    if (spec == nullptr) throw_bad_input("", r->origin + ": add_format needs a format");
+    check_listed(*r, r->manifest->formats, spec->name, "format", "formats");
+    const std::string name = spec->name;
+    const std::string spec_name = spec->spec_name != nullptr ? spec->spec_name : "";
+    for (const std::string& taken : {name, spec_name}) {
+      if (format_from_name(taken) || std::ranges::any_of(r->formats, [&](const AddedFormat& f) {
+            return f.name == taken || f.spec_name == taken;
+          })) {
+        throw_bad_input("", r->origin + ": format " + taken + " is already defined");
+      }
+    }
+    const std::string speed = spec->speed_as != nullptr ? spec->speed_as : "bf16";
+    const std::optional<FormatId> speed_as = format_from_name(speed);
+    if (!speed_as || added_format(*speed_as) != nullptr) {
+      throw_bad_input("", r->origin + ": format " + name + "'s speed_as '" + speed + "' is not a built-in format");
+    }
+    AddedFormat format{.name = name,
+                       .spec_name = spec_name,
+                       .origin = r->origin,
+                       .domain = spec->domain != nullptr ? spec->domain : "",
+                       .op_type = spec->op_type != nullptr ? spec->op_type : "",
+                       .attributes = format_attributes(*r, name, spec->attributes_json),
+                       .weights = spec->weights != 0,
+                       .speed_as = *speed_as};
+    if (format.spec_name.empty() || format.domain.empty() || format.op_type.empty()) {
+      throw_bad_input("", r->origin + ": format " + name + " needs a spec name, a domain and an op type");
+    }
+    r->formats.push_back(std::move(format));
+    return 0;
+  } catch (const std::exception& e) {
+    copy_message(e.what(), error, error_size);
+    return 1;
+  }
+}
+
 extern "C" int host_add_custom_ops(MixprecRegistry* r, const char* library_path, char* error, size_t error_size) {
   try {
     if (library_path == nullptr || *library_path == '\0') throw_bad_input("", r->origin + ": add_custom_ops needs a library path");
@@ -498,13 +569,14 @@ LoadedPlugin use_plugin(const PluginManifest& plugin, const std::string& device)
                                                                                       : ""));
   }
   MixprecRegistry registry{.manifest = &plugin, .origin = "plugin " + plugin.name, .calibration_methods = {}, .passes = {},
-                           .custom_op_libraries = {}};
+                           .formats = {}, .custom_op_libraries = {}};
   const MixprecRegisterApi api{.abi_version = MIXPREC_PLUGIN_ABI_VERSION,
                                .mixprec_version = mixprec_version().c_str(),
                                .device = device.c_str(),
                                .add_calibration_method = host_add_calibration_method,
                                .add_pass = host_add_pass,
-                               .add_custom_ops = host_add_custom_ops};
+                               .add_custom_ops = host_add_custom_ops,
+                               .add_format = host_add_format};
   char error[MIXPREC_PLUGIN_ERROR_MAX] = {0};
   if (const int code = reg(&registry, &api, error, sizeof error); code != 0) {
     const std::string why = bounded(error, sizeof error);
@@ -514,6 +586,7 @@ LoadedPlugin use_plugin(const PluginManifest& plugin, const std::string& device)
   LoadedPlugin out{.name = plugin.name, .version = plugin.version};
   for (const auto& m : registry.calibration_methods) out.calibration_methods.push_back(m.name);
   for (const auto& p : registry.passes) out.passes.push_back(p.name);
+  for (const auto& f : registry.formats) out.formats.push_back(f.name);
   const auto missing = [&](const std::vector<std::string>& listed_names, const std::vector<std::string>& added, const char* field) {
     for (const auto& name : listed_names) {
       if (std::ranges::find(added, name) == added.end()) {
@@ -524,11 +597,21 @@ LoadedPlugin use_plugin(const PluginManifest& plugin, const std::string& device)
   };
   missing(plugin.calibration_methods, out.calibration_methods, "calibration_methods");
   missing(plugin.passes, out.passes, "passes");
+  std::vector<std::string> formats_to_add;  // a built-in name is an allowance, not an addition
+  std::ranges::copy_if(plugin.formats, std::back_inserter(formats_to_add), [](const std::string& name) {
+    const auto id = format_from_name(name);
+    return !id || added_format(*id) != nullptr;
+  });
+  missing(formats_to_add, out.formats, "formats");
+  if (!registry.formats.empty() && registry.custom_op_libraries.empty()) {
+    throw_bad_input(plugin.manifest_path, "plugin '" + plugin.name + "' adds formats but no custom-op library to run their ops");
+  }
   // Libraries first: the one step that can still fail (ONNX Runtime refusing one).
   for (const auto& library : registry.custom_op_libraries) register_custom_op_library(library);
   out.custom_op_libraries = registry.custom_op_libraries;
   for (auto& m : registry.calibration_methods) add_calib_method(std::move(m));
   for (auto& p : registry.passes) add_pass(std::move(p));
+  for (auto& f : registry.formats) add_format(std::move(f));
   out.seconds = seconds_since(t0);
   loaded.emplace(key, out);
   return out;
@@ -545,6 +628,7 @@ std::string describe(const LoadedPlugin& plugin) {
     }
     parts.push_back("passes " + text::join(passes));
   }
+  if (!plugin.formats.empty()) parts.push_back("formats " + text::join(plugin.formats));
   if (!plugin.custom_op_libraries.empty()) parts.push_back(std::to_string(plugin.custom_op_libraries.size()) + " custom-op libraries");
   return parts.empty() ? "adds nothing" : "adds " + text::join(parts, "; ");
 }

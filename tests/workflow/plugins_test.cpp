@@ -14,6 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "mixprec/calibration.h"
+#include "mixprec/devices.h"
+#include "mixprec/formats.h"
+#include "mixprec/runtime.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
 #include "mixprec/jobs.h"
@@ -49,6 +52,16 @@ class PluginsTest : public testing::TempDirTest {
     std::ofstream(folder / "plugin.json") << R"({"name": "passes", "version": "1.0.0", "library": "lib.so",
                                                  "requires_mixprec": "0.1.0", "adds": )" << adds << "}";
     fs::create_symlink(MIXPREC_TEST_PASSES_PLUGIN, folder / "lib.so");
+    return folder.string();
+  }
+  // The formats test plugin (tests/plugins/formats_plugin.cpp) with the test op library beside it.
+  std::string formats_plugin(const std::string& dir, const std::string& adds) {
+    const fs::path folder = fs::path(path(dir)) / "formats";
+    fs::create_directories(folder);
+    std::ofstream(folder / "plugin.json") << R"({"name": "formats", "version": "1.0.0", "library": "lib.so",
+                                                 "requires_mixprec": "0.1.0", "adds": )" << adds << "}";
+    fs::create_symlink(MIXPREC_TEST_FORMATS_PLUGIN, folder / "lib.so");
+    fs::create_symlink(MIXPREC_TEST_OPS_LIB, folder / "ops.so");
     return folder.string();
   }
   static std::string error_of(const std::function<void()>& f) {
@@ -299,6 +312,85 @@ TEST_F(PluginsTest, ARegisteredMethodAndPassesRunInsideQuantize) {
   const std::string why = error_of([&] { quantize_job(q); });
   EXPECT_NE(why.find("plugin passes: pass tag-quantized failed: tag-quantized was told to fail"), std::string::npos) << why;
   EXPECT_FALSE(fs::exists(q.output_path));
+}
+
+// A plugin's format: y = x' W' with x = (1, -2, 0.3, 4.2) and W = [[1.2, -1], [2, 0], [0, 1],
+// [-1, 2.3]], its op rounding to steps of 0.5: x' = (1, -2, 0.5, 4), W' = [[1, -1], [2, 0],
+// [0, 1], [-1, 2.5]], so y = (1 - 4 - 4, -1 + 0.5 + 10) = (-7, 9.5) (on the step grid: the op on
+// y changes nothing), where float gives (-7.6, 8.96).
+TEST_F(PluginsTest, ARegisteredFormatPutsItsOpOnActivationsAndWeights) {
+  // Registering a format the manifest does not list adds nothing; nor does a listed non-built-in
+  // format the plugin does not register.
+  EXPECT_NE(error_of([&] { use_plugin(read_plugin_manifest(formats_plugin("unlisted", "{}")), "cpu"); })
+                .find("plugin formats adds format 'step-half', which its manifest's adds.formats does not list"),
+            std::string::npos);
+  EXPECT_FALSE(format_from_name("step-half"));
+  const std::string unregistered = error_of([&] {
+    use_plugin(read_plugin_manifest(formats_plugin("nonsuch", R"({"formats": ["bf16", "step-half", "nonsuch"]})")), "cpu");
+  });
+  EXPECT_NE(unregistered.find("adds.formats lists 'nonsuch', which plugin 'formats' did not register"), std::string::npos)
+      << unregistered;
+  EXPECT_FALSE(format_from_name("step-half"));  // a refused plugin adds nothing
+
+  const LoadedPlugin loaded = use_plugin(read_plugin_manifest(formats_plugin("ok", R"({"formats": ["step-half"]})")), "cpu");
+  EXPECT_EQ(describe(loaded), "adds formats step-half; 1 custom-op libraries");
+  const std::optional<FormatId> id = format_from_name("StepHalfSpec");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(format_from_name("step-half"), id);
+  EXPECT_FALSE(format_traits(*id).is_qdq);
+  EXPECT_EQ(relative_speed(device_profile("stx"), *id), relative_speed(device_profile("stx"), FormatId::kBFloat16));
+
+  save_model(testing::ModelBuilder()
+                 .add_input("x", onnx::TensorProto::FLOAT, {1, 4})
+                 .add_output("y", onnx::TensorProto::FLOAT, {1, 2})
+                 .add_initializer("w", {4, 2}, {1.2f, -1, 2, 0, 0, 1, -1, 2.3f})
+                 .add_node("MatMul", {"x", "w"}, {"y"}, {}, "mm")
+                 .build(),
+             path("model.onnx"));
+  const std::vector<float> x = {1, -2, 0.3f, 4.2f};
+  write_npy(path("x.npy"), Tensor::from_floats({1, 4}, x));
+  QuantConfig config;
+  const TensorQuantSpec spec{.format = *id};
+  config.global = {.input_tensors = spec, .weight = spec, .bias = std::nullopt, .output_tensors = spec};
+  save_config(config, path("config.json"));
+  std::ifstream text_in(path("config.json"));
+  const std::string text((std::istreambuf_iterator<char>(text_in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"StepHalfSpec\""), std::string::npos) << text;
+  EXPECT_EQ(load_config(path("config.json")), config);
+
+  QuantizeParams q;
+  q.setup.model_path = path("model.onnx");
+  q.setup.calibration.data.files = {path("x.npy")};
+  q.output_path = path("out.onnx");
+  q.config.path = path("config.json");
+  quantize_job(q);
+  const onnx::ModelProto out = load_model(q.output_path);
+  std::map<std::string, std::string> op_inputs;  // RoundToStep's input -> its step
+  for (const auto& node : out.graph().node()) {
+    EXPECT_NE(node.op_type(), "QuantizeLinear");
+    if (node.op_type() != "RoundToStep") continue;
+    EXPECT_EQ(node.domain(), "test.mixprec");
+    ASSERT_EQ(node.attribute_size(), 1);
+    op_inputs[node.input(0)] = node.attribute(0).name() + "=" + std::to_string(node.attribute(0).f());
+  }
+  EXPECT_EQ(op_inputs, (std::map<std::string, std::string>{
+                           {"x", "step=0.500000"}, {"w", "step=0.500000"}, {"y_prequant", "step=0.500000"}}));  // y's op writes the graph output
+  EXPECT_TRUE(std::ranges::any_of(out.opset_import(), [](const auto& o) { return o.domain() == "test.mixprec"; }));
+  for (const auto& init : out.graph().initializer()) {
+    if (init.name() == "w") {
+      EXPECT_FLOAT_EQ(tensor_from_proto(init, "w").to_floats().at(0), 1.2f);  // kept float
+    }
+  }
+
+  // ONNX Runtime runs the plugin's op (use_plugin registered its library with every session).
+  const NamedTensors y = Session::from_model(out, "out.onnx").run({{"x", Tensor::from_floats({1, 4}, x)}});
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y.begin()->second.to_floats(), (std::vector<float>{-7, 9.5f}));
+
+  // Quark's shape has no data type for it: a clear error, nothing written.
+  const std::string why = error_of([&] { save_config(config, path("quark.json"), ConfigShape::kQuark); });
+  EXPECT_NE(why.find("Quark has no data type for StepHalfSpec"), std::string::npos) << why;
+  EXPECT_FALSE(fs::exists(path("quark.json")));
 }
 
 }  // namespace
