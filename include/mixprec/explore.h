@@ -95,6 +95,11 @@ struct SearchOptions {
   bool pareto = false;
   Ranking ranking = Ranking::kLayerError;
   SearchMode search = SearchMode::kGreedy;
+  // Adaptive ranking (layer-error or injected-noise, bisection or greedy): the candidates not yet
+  // decided are scored again in the current mixed state, from one exposed pass, after each
+  // bisection round that misses and each accepted greedy promotion (the FP32 reference is
+  // cached), so a layer whose error only shows once its neighbours are lifted moves up.
+  bool adaptive = false;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
   // disk are reused, the ledger's steps are replayed without evaluation, and the search goes on
   // from the first step not recorded, ending as an uninterrupted run would. The run's settings
@@ -193,6 +198,8 @@ struct ExploreResult {
   // evaluations_this_run is what this process spent.
   size_t evaluations = 0;
   size_t evaluations_this_run = 0;
+  size_t reranks = 0;              // adaptive ranking: re-scorings of the remaining candidates
+  size_t rerank_evaluations = 0;   // ... and the evaluation passes they took (in `evaluations`)
   size_t resumed_steps = 0;        // steps replayed from the ledger (resume)
   double calibration_seconds = 0;  // 0 when statistics were reused
   // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of

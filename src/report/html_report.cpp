@@ -769,7 +769,13 @@ std::string search_settings(const Json& run, const Json& summary) {
   const Json& base = field(run, "base");
   rows.emplace_back("start", base.is_string() ? esc(base.get<std::string>())
                                               : "the config in run.json (its integer layers are the candidates)");
-  rows.emplace_back("ranking", esc(text_of(run, "ranking")));
+  std::string ranking = esc(text_of(run, "ranking"));
+  if (run.is_object() && run.value("adaptive", false)) {
+    const auto reranks = number(summary, "reranks");
+    ranking += ", adaptive (re-scored in the mixed state" +
+               (reranks ? ": " + counted(static_cast<size_t>(*reranks), "re-ranking") : std::string()) + ")";
+  }
+  rows.emplace_back("ranking", ranking);
   rows.emplace_back("search", esc(text_of(run, "search")));
   rows.emplace_back("target", esc(text_of(run, "target").empty() ? "the task's criterion" : text_of(run, "target")));
   rows.emplace_back("tolerance", "atol " + general(number(run, "atol").value_or(0)) + ", rtol " +

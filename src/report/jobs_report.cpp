@@ -278,8 +278,11 @@ std::string explore_text(const ExploreResult& r, const std::string& lift, const 
       << (r.base_calibrated ? std::string(" calibrated with ") + calib_method_traits(r.calib_method).name
                             : std::string(" (no calibration: no Q/DQ activations)"))
       << "\n"
-      << "spent       " << r.evaluations << " evaluations, " << general(r.seconds) << " s (calibration "
-      << general(r.calibration_seconds) << " s)\n";
+      << "spent       " << r.evaluations << " evaluations"
+      << (r.reranks > 0 ? " (" + std::to_string(r.rerank_evaluations) + " of them in " + std::to_string(r.reranks) +
+                              " adaptive re-rankings)"
+                        : std::string())
+      << ", " << general(r.seconds) << " s (calibration " << general(r.calibration_seconds) << " s)\n";
   if (r.runtime_check) {
     out << "runtime     " << r.runtime_check->runtime << ": "
         << (r.runtime_check->ok ? "loads the final model" : "FAILED: " + r.runtime_check->detail) << "\n";

@@ -1,15 +1,30 @@
 // Bisection over the ranked list: the fewest top-ranked layers that meet the criterion.
 #include <algorithm>
 
+#include "mixprec/error.h"
+
 #include "search/search.h"
 
 namespace mixprec::search {
 
-SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& start, const Score& all_lifted,
+void rerank_after(Evaluator& evaluator, const std::set<std::string>& lifted, std::vector<std::string>& order,
+                  size_t from) {
+  if (from >= order.size()) return;
+  const std::vector<std::string> rest(order.begin() + static_cast<long>(from), order.end());
+  std::vector<std::string> reranked = evaluator.rerank(lifted, rest);
+  std::vector<std::string> a = rest, b = reranked;
+  std::ranges::sort(a);
+  std::ranges::sort(b);
+  if (a != b) throw Error(ErrorKind::kInternal, "", "a re-ranking returned other candidates than it was given");
+  std::ranges::copy(reranked, order.begin() + static_cast<long>(from));
+}
+
+SearchOutcome bisection(const std::vector<std::string>& ranked, const Score& start, const Score& all_lifted,
                         const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer) {
   SearchOutcome outcome;
   outcome.best = start;
-  outcome.order = ranking;
+  outcome.order = ranked;
+  std::vector<std::string>& ranking = outcome.order;  // re-ranked behind each miss when adaptive
   const auto fewest = [&](size_t k) {
     return "bisection: the top " + std::to_string(k) + " ranked layers are the fewest that meet the criterion";
   };
@@ -60,6 +75,10 @@ SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& st
     if (hi - lo <= 1) {
       outcome.stop_reason = fewest(hi);
       return outcome;
+    }
+    if (limits.adaptive && !score.pass) {
+      // Every answer from here holds the top k: the rest are ranked again in the state they leave.
+      rerank_after(evaluator, trial, ranking, k);
     }
     k = lo + (hi - lo) / 2;
   }

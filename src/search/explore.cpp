@@ -4,6 +4,7 @@
 #include "mixprec/explore.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -136,7 +137,26 @@ class WorkbenchEvaluator : public search::Evaluator {
   }
   std::vector<std::vector<std::string>> chains() const override { return bench_.chains(device_, candidates_); }
 
+  // Adaptive ranking: the scores of `layers` in the state an assignment's config leaves (the
+  // explorer's ranking, measured from there), most worth lifting first on a tie in the given order.
+  using Scorer = std::function<std::map<std::string, double>(const QuantConfig&, const std::vector<std::string>&)>;
+  void set_scorer(Scorer scorer) { scorer_ = std::move(scorer); }
+  std::vector<std::string> rerank(const std::set<std::string>& lifted, const std::vector<std::string>& remaining) override {
+    if (!scorer_) return remaining;
+    const size_t before = bench_.evaluations();
+    std::map<std::string, double> score = scorer_(config_for(lifted), remaining);
+    std::vector<std::string> order = remaining;
+    std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return score[a] > score[b]; });
+    ++reranks_;
+    rerank_evaluations_ += bench_.evaluations() - before;
+    return order;
+  }
+  size_t reranks() const { return reranks_; }
+  size_t rerank_evaluations() const { return rerank_evaluations_; }
+
  private:
+  Scorer scorer_;
+  size_t reranks_ = 0, rerank_evaluations_ = 0;
   Workbench& bench_;
   const QuantConfig& base_;
   const std::vector<LayerConfig>& rungs_;
@@ -280,6 +300,17 @@ class Explorer : public search::SearchObserver {
     objective_ = std::make_unique<Objective>(params_.setup.criterion.target, result_.task.type);
     result_.objective_name = objective_->name();
     evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, rung_configs_, *objective_, device);
+    if (options_.adaptive) {
+      if (!scores_a_state() || options_.search == SearchMode::kCost) {
+        throw_bad_input("", std::string("--adaptive re-scores with the layer-error or injected-noise ranking in a bisection or "
+                                        "greedy search (not ") + to_string(options_.ranking) + " with " +
+                                to_string(options_.search) + ")");
+      }
+      evaluator_->set_scorer([this](const QuantConfig& state, const std::vector<std::string>& layers) {
+        throw_if_stopped(params_.setup.work_dir, kKeptOnStop);
+        return state_scores(state, layers);
+      });
+    }
     // Every layer the base preset puts in integer formats is a candidate: compute layers and
     // the arithmetic (Add, Mul, pools) an int8 accelerator runs, whose error can dominate
     // (hard-swish and squeeze-excite blocks are Mul/Add chains).
@@ -350,13 +381,15 @@ class Explorer : public search::SearchObserver {
                             {"random_samples", data.data.random_samples},
                             {"seed", data.data.seed},
                             {"preprocess", data.preprocess},
-                            {"image_size", {data.image_height, data.image_width}}}}};
+                            {"image_size", {data.image_height, data.image_width}}}},
+            {"adaptive", options_.adaptive}};
   }
 
   // The ledger's complete steps, after checking run.json against this run's settings.
   std::vector<ExploreStep> read_ledger_for_resume(const Json& current, std::string& complete_lines) const {
     const std::string run_path = work_file("run.json");
-    const Json previous = json_text::parse_json(read_file(run_path, "run settings"), run_path, "valid JSON");
+    Json previous = json_text::parse_json(read_file(run_path, "run settings"), run_path, "valid JSON");
+    if (previous.is_object() && !previous.contains("adaptive")) previous["adaptive"] = false;  // written before it existed
     for (const auto& [key, value] : current.items()) {
       if (!previous.contains(key) || previous[key] != value) {
         throw_bad_input(run_path, "the run to resume used another " + key + " (" +
@@ -435,6 +468,16 @@ class Explorer : public search::SearchObserver {
     return score;
   }
 
+  // The rankings that score a layer from one exposed pass of a state: layer-error and
+  // injected-noise (adaptive ranking re-scores with them in the searches' mixed states).
+  bool scores_a_state() const {
+    return options_.ranking == Ranking::kLayerError || options_.ranking == Ranking::kInjectedNoise;
+  }
+  std::map<std::string, double> state_scores(const QuantConfig& state, const std::vector<std::string>& layers) {
+    return options_.ranking == Ranking::kInjectedNoise ? bench_->injected_noise(state, layers)
+                                                       : layer_error_scores(state, layers);
+  }
+
   // The rung's candidates, most worth lifting first, measured from the rung's start (rung 1:
   // full INT8; a later rung: the assignment the previous one left, whose noise is what its
   // layers at the lower format add).
@@ -463,10 +506,8 @@ class Explorer : public search::SearchObserver {
         score[name] = alone.objective - start.objective;
         tiebreak[name] = alone.psnr_db - start.psnr_db;
       }
-    } else if (options_.ranking == Ranking::kInjectedNoise) {
-      score = bench_->injected_noise(start_config, candidates);
     } else {
-      score = layer_error_scores(start_config, candidates);
+      score = state_scores(start_config, candidates);
     }
     std::vector<std::string> order = candidates;
     std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
@@ -672,7 +713,8 @@ class Explorer : public search::SearchObserver {
         .max_iterations = max_steps_ - std::min(spent, max_steps_),
         .min_gain = objective_->min_gain(),
         .lift = lift,
-        .time_budget = options_.time_budget};
+        .time_budget = options_.time_budget,
+        .adaptive = options_.adaptive};
     // The full lift is one of the assignments seen: a mixed answer slower than it loses to it.
     const bool full_within = everything.size() <= limits.budget &&
                              (limits.time_budget <= 0 || all_lifted.time_vs_bf16 <= limits.time_budget);
@@ -805,6 +847,8 @@ class Explorer : public search::SearchObserver {
   // A resumed run counts what the uninterrupted run would have: its own passes, less the
   // rebuild of the replayed best, plus the replayed steps and the ranking it read back.
   void count_evaluations() {
+    result_.reranks = evaluator_->reranks();
+    result_.rerank_evaluations = evaluator_->rerank_evaluations();
     result_.evaluations_this_run = bench_->evaluations();
     result_.evaluations = result_.evaluations_this_run - rebuild_evaluations_ + result_.resumed_steps +
                           loaded_ranking_evaluations_;
@@ -851,6 +895,9 @@ class Explorer : public search::SearchObserver {
                     {"task", to_string(result_.task.type)},
                     {"base", options_.base_config ? config_to_json(*options_.base_config) : Json(options_.base_preset)},
                     {"ranking", to_string(options_.ranking)},
+                    {"adaptive", options_.adaptive},
+                    {"reranks", result_.reranks},
+                    {"rerank_evaluations", result_.rerank_evaluations},
                     {"search", to_string(options_.search)},
                     {"stop_reason", result_.stop_reason},
                     {"compute_layers", result_.compute_layers},

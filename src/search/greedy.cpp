@@ -21,12 +21,15 @@ class Greedy {
 
   SearchOutcome run() {
     outcome_.order = ranking_;
+    std::vector<std::string>& order = outcome_.order;  // re-ranked after each acceptance when adaptive
     // A skipped layer and how many promotions had been accepted when it was skipped: retrying it
     // is worth an evaluation only when the state has changed since.
     std::vector<std::pair<std::string, size_t>> skipped;
-    for (const std::string& layer : ranking_) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      const std::string layer = order[i];
       if (!try_layer(layer, 1)) return std::move(outcome_);
       if (last_ == Decision::kSkipped) skipped.emplace_back(layer, gains_.size());
+      if (last_ == Decision::kAccepted && limits_.adaptive) rerank_after(evaluator_, outcome_.lifted, order, i + 1);
     }
     size_t retried = 0;
     for (const auto& [layer, accepted_then] : skipped) {

@@ -38,6 +38,10 @@ class LedgerReplay : public Evaluator {
     return live_.islands(lifted);
   }
   std::vector<std::vector<std::string>> chains() const override { return live_.chains(); }
+  // Measured again, replay or not: it is not in the ledger, and the same state ranks the same.
+  std::vector<std::string> rerank(const std::set<std::string>& lifted, const std::vector<std::string>& remaining) override {
+    return live_.rerank(lifted, remaining);
+  }
   void finish();
   // The ledger's step `index` (1-based), or nullptr past the replay.
   const ExploreStep* recorded(size_t index) const;

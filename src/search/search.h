@@ -69,6 +69,14 @@ class Evaluator {
   // The candidates in linear chains (each feeds the next directly or through layout-only ops),
   // in data-flow order: where demoting neighbours together saves the boundaries between them.
   virtual std::vector<std::vector<std::string>> chains() const = 0;
+  // `remaining` (candidates not in `lifted`) most worth lifting first, scored again in the
+  // mixed state `lifted` leaves (adaptive ranking: what a lifted layer no longer feeds forward
+  // changes what the others add). Deterministic. The default keeps their order: an evaluator
+  // that cannot score a mixed state.
+  virtual std::vector<std::string> rerank(const std::set<std::string>& lifted, const std::vector<std::string>& remaining) {
+    (void)lifted;
+    return remaining;
+  }
 };
 
 // What a search tells: each step once decided (the step carries its index and the best
@@ -86,6 +94,9 @@ struct SearchLimits {
   double min_gain = 0;        // the objective's min_gain (MetricTraits)
   std::string lift = "BF16";  // for stop reasons
   double time_budget = 0;     // cost search: the answer's expected time vs full BF16 at most this (0: none)
+  // Bisection and greedy: re-rank the candidates not yet decided in the current mixed state
+  // (Evaluator::rerank) after each bisection round that misses and each accepted promotion.
+  bool adaptive = false;
 };
 
 struct SearchOutcome {
@@ -99,11 +110,17 @@ struct SearchOutcome {
   std::map<std::string, double> scores;
 };
 
+// Re-ranks order[from..] in the state `lifted` leaves (Evaluator::rerank), in place; kInternal
+// when the evaluator returns other candidates than it was given.
+void rerank_after(Evaluator& evaluator, const std::set<std::string>& lifted, std::vector<std::string>& order,
+                  size_t from);
+
 // SPEC's greedy search from `start` (full INT8): layers in ranking order, one step each;
 // accepted / skipped / rolled back by promotion_decision; after the sweep, the skipped layers
 // whose state has changed since (a later promotion was accepted) are tried once more, in
 // ranking order. Stops when the criterion is met, on the PSNR plateau after an accepted step,
-// at the budget or at max_iterations.
+// at the budget or at max_iterations. Adaptive (limits.adaptive): after each accepted
+// promotion the layers the first sweep has not reached are re-ranked in the new state.
 SearchOutcome greedy(const std::vector<std::string>& ranking, const Score& start, const SearchLimits& limits,
                      Evaluator& evaluator, SearchObserver& observer);
 
@@ -111,6 +128,10 @@ SearchOutcome greedy(const std::vector<std::string>& ranking, const Score& start
 // meets the criterion, in about log2(budget) evaluations. Tries the budget first: when even
 // that misses, the target is out of reach within the budget. `all_lifted` is the score of
 // every candidate lifted (a baseline already measured), reused when the budget allows them all.
+// Adaptive (limits.adaptive): when the top k miss, every answer from then on holds them, so the
+// candidates after them are re-ranked in the state they leave and the bisection goes on over
+// the new order; the answer is still the smallest passing set measured (the top-k sets of an
+// earlier order included), so a re-rank can only shrink it. outcome.order is the last order.
 SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& start, const Score& all_lifted,
                         const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer);
 

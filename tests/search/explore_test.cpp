@@ -14,6 +14,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/explore.h"
+#include "mixprec/html_report.h"
 #include "mixprec/jobs.h"
 #include "mixprec/jobs_report.h"
 #include "mixprec/log.h"
@@ -690,6 +691,75 @@ TEST_F(ExploreTest, BisectionResumesLikeAnUninterruptedRun) {
   EXPECT_EQ(resumed.resumed_steps, 1u);
   EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
   EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+}
+
+// Adaptive ranking on the real workbench: after each bisection round that misses, the layers
+// behind the top k are scored again (one exposed pass: 2 evaluations, FP32 and the mixed model)
+// in the state the top k leave. The run says how often, resumes like an uninterrupted one, and
+// refuses what cannot re-score a state.
+TEST_F(ExploreTest, AdaptiveBisectionReranksAfterEachMissAndResumesLikeAnUninterruptedRun) {
+  ExploreParams p = params(Ranking::kLayerError);
+  save_model(rotation_chain_model(16), p.setup.model_path);
+  p.setup.criterion.target = parse_target("psnr>40");  // full XINT8 33.5 dB, full BF16 46.8 dB
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 1.0;
+  p.search.adaptive = true;
+  p.setup.work_dir = path("whole");
+  const ExploreResult r = explore(p);
+  ASSERT_TRUE(r.final_verdict.pass) << r.stop_reason;
+  size_t misses = 0;
+  for (const auto& step : r.steps) misses += step.decision == Decision::kMisses ? 1 : 0;
+  ASSERT_GE(misses, 1u);
+  // A miss that ends the bisection (hi - lo = 1) needs no new order.
+  EXPECT_GE(r.reranks, 1u);
+  EXPECT_LE(r.reranks, misses);
+  // full INT8, full BF16, the ranking's exposed pass (2), each step, each re-ranking (2).
+  EXPECT_EQ(r.rerank_evaluations, 2 * r.reranks);
+  EXPECT_EQ(r.evaluations, 2 + 2 + r.steps.size() + r.rerank_evaluations);
+  const nlohmann::json summary = nlohmann::json::parse(file(path("whole/summary.json")));
+  EXPECT_EQ(summary.at("adaptive"), true);
+  EXPECT_EQ(summary.at("reranks"), r.reranks);
+  EXPECT_NE(html_report(path("whole"))
+                .find("layer-error, adaptive (re-scored in the mixed state: " + std::to_string(r.reranks) + " re-ranking"),
+            std::string::npos);
+  EXPECT_NE(explore_text(r, "BF16", "ve2")
+                .find(std::to_string(2 * r.reranks) + " of them in " + std::to_string(r.reranks) + " adaptive re-rankings"),
+            std::string::npos);
+
+  struct Interrupted {};
+  p.setup.work_dir = path("stopped");
+  EXPECT_THROW(explore(p, [](const ExploreStep&) { throw Interrupted{}; }), Interrupted);
+  p.search.resume = true;
+  const ExploreResult resumed = explore(p);
+  EXPECT_EQ(resumed.resumed_steps, 1u);
+  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
+  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+  // Resuming without --adaptive is another run.
+  p.search.adaptive = false;
+  try {
+    explore(p);
+    ADD_FAILURE() << "resumed an adaptive run without --adaptive";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("another adaptive"), std::string::npos) << e.message();
+  }
+
+  // Rankings that cannot score a mixed state, and the cost search (it measures instead), refuse it.
+  for (const auto& [ranking, search] : {std::pair{Ranking::kDynamicRange, SearchMode::kBisection},
+                                        std::pair{Ranking::kMeasured, SearchMode::kGreedy},
+                                        std::pair{Ranking::kLayerError, SearchMode::kCost}}) {
+    ExploreParams bad = params(ranking);
+    bad.search.search = search;
+    bad.search.adaptive = true;
+    bad.setup.work_dir = path("bad");
+    try {
+      explore(bad);
+      ADD_FAILURE() << to_string(ranking) << " with " << to_string(search) << " took --adaptive";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_NE(e.message().find("--adaptive re-scores with the layer-error or injected-noise ranking"), std::string::npos)
+          << e.message();
+    }
+  }
 }
 
 TEST(ExploreNames, RankingsAndSearchModes) {
