@@ -4,10 +4,10 @@
 #include "mixprec/explore.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -137,8 +137,8 @@ class WorkbenchEvaluator : public search::Evaluator {
   }
   std::vector<std::vector<std::string>> chains() const override { return bench_.chains(device_, candidates_); }
 
-  // Adaptive ranking: the scores of `layers` in the state an assignment's config leaves (the
-  // explorer's ranking, measured from there), most worth lifting first on a tie in the given order.
+  // Adaptive ranking: `remaining` scored by the explorer's ranking in the state `lifted` leaves
+  // and sorted, highest score first (ties keep the given order).
   using Scorer = std::function<std::map<std::string, double>(const QuantConfig&, const std::vector<std::string>&)>;
   void set_scorer(Scorer scorer) { scorer_ = std::move(scorer); }
   std::vector<std::string> rerank(const std::set<std::string>& lifted, const std::vector<std::string>& remaining) override {

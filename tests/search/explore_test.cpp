@@ -69,6 +69,18 @@ class ExploreTest : public testing::TempDirTest {
     p.search.calib_method = CalibMethod::kPowerOfTwoMinMse;
     return p;
   }
+  // `p` (already run whole into work dir `whole`) stopped after its first step in work dir
+  // "stopped", then resumed: the ledger and final model are the whole run's. Leaves `p` resuming.
+  void expect_resume_ends_like(ExploreParams& p, const std::string& whole) {
+    struct Interrupted {};
+    p.setup.work_dir = path("stopped");
+    EXPECT_THROW(explore(p, [](const ExploreStep&) { throw Interrupted{}; }), Interrupted);
+    p.search.resume = true;
+    const ExploreResult resumed = explore(p);
+    EXPECT_EQ(resumed.resumed_steps, 1u);
+    EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path(whole + "/ledger.jsonl")));
+    EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path(whole + "/final.onnx")));
+  }
   // A run of two accepted steps (measured ranking), into work dir "whole".
   ExploreParams two_step_params() {
     ExploreParams p = params(Ranking::kMeasured);
@@ -683,14 +695,7 @@ TEST_F(ExploreTest, BisectionResumesLikeAnUninterruptedRun) {
   p.search.bf16_budget = 0.4;
   p.setup.work_dir = path("whole");
   explore(p);
-  struct Interrupted {};
-  p.setup.work_dir = path("stopped");
-  EXPECT_THROW(explore(p, [](const ExploreStep&) { throw Interrupted{}; }), Interrupted);
-  p.search.resume = true;
-  const ExploreResult resumed = explore(p);
-  EXPECT_EQ(resumed.resumed_steps, 1u);
-  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
-  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+  expect_resume_ends_like(p, "whole");
 }
 
 // Adaptive ranking on the real workbench: after each bisection round that misses, the layers
@@ -726,14 +731,7 @@ TEST_F(ExploreTest, AdaptiveBisectionReranksAfterEachMissAndResumesLikeAnUninter
                 .find(std::to_string(2 * r.reranks) + " of them in " + std::to_string(r.reranks) + " adaptive re-rankings"),
             std::string::npos);
 
-  struct Interrupted {};
-  p.setup.work_dir = path("stopped");
-  EXPECT_THROW(explore(p, [](const ExploreStep&) { throw Interrupted{}; }), Interrupted);
-  p.search.resume = true;
-  const ExploreResult resumed = explore(p);
-  EXPECT_EQ(resumed.resumed_steps, 1u);
-  EXPECT_EQ(ledger_without_timings(path("stopped/ledger.jsonl")), ledger_without_timings(path("whole/ledger.jsonl")));
-  EXPECT_TRUE(file(path("stopped/final.onnx")) == file(path("whole/final.onnx")));
+  expect_resume_ends_like(p, "whole");
   // Resuming without --adaptive is another run.
   p.search.adaptive = false;
   try {
