@@ -149,9 +149,11 @@ void SearchFlags::add_to(CLI::App& cmd) {
                  "calibration method of the starting point (default: every method the device allows is tried on "
                  "the same statistics, the best kept)");
   cmd.add_flag("--pareto", pareto, "spend what --max-iters leaves on filling the trade-off curve (pareto.json)");
-  cmd.add_flag("--adaptive", adaptive,
-               "re-rank the candidates not yet decided in the current mixed state (one exposed pass) after each "
-               "bisection round that misses and each accepted greedy promotion (layer-error or injected-noise)");
+  auto* on = cmd.add_flag("--adaptive", adaptive,
+                          "re-rank the candidates not yet decided in the current mixed state (one exposed pass) after "
+                          "each bisection round that misses and each accepted greedy promotion (layer-error or "
+                          "injected-noise; default: on for bisection)");
+  cmd.add_flag("--no-adaptive", no_adaptive, "rank once, before the search (bisection's way before --adaptive)")->excludes(on);
 }
 
 SearchOptions SearchFlags::resolve() const {
@@ -164,7 +166,7 @@ SearchOptions SearchFlags::resolve() const {
   options.max_iterations = max_iterations;
   if (!calib_method.empty()) options.calib_method = parse_calib_method(calib_method);
   options.pareto = pareto;
-  options.adaptive = adaptive;
+  if (adaptive || no_adaptive) options.adaptive = adaptive;
   if (time_budget < 0 || budget < 0) throw_bad_input("", "--bf16-budget and --time-budget must not be negative");
   return options;
 }

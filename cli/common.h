@@ -179,7 +179,7 @@ struct SearchFlags {
   double time_budget = 0;
   size_t max_iterations = 0;
   bool pareto = false;
-  bool adaptive = false;
+  bool adaptive = false, no_adaptive = false;
 
   void add_to(CLI::App& cmd);
   SearchOptions resolve() const;

@@ -63,8 +63,7 @@ class CostSearch {
     if (score.pass != found_) {
       better = score.pass;
     } else if (score.pass) {
-      better = score.time_vs_bf16 < best.time_vs_bf16 ||
-               (score.time_vs_bf16 == best.time_vs_bf16 && score.objective > best.objective + limits_.min_gain);
+      better = better_answer(score, best, limits_.min_gain);
     } else {
       better = promotion_decision(best.objective, score.objective, best.psnr_db, score.psnr_db, limits_.min_gain) ==
                Decision::kAccepted;

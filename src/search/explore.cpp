@@ -174,7 +174,11 @@ constexpr const char* kKeptOnStop =
 class Explorer : public search::SearchObserver {
  public:
   Explorer(const ExploreParams& params, const StepCallback& on_step)
-      : params_(params), options_(params.search), on_step_(on_step), start_(Clock::now()) {}
+      : params_(params),
+        options_(params.search),
+        adaptive_(adaptive_ranking(params.search)),
+        on_step_(on_step),
+        start_(Clock::now()) {}
 
   ExploreResult run() {
     WarningCollector warnings;
@@ -210,9 +214,10 @@ class Explorer : public search::SearchObserver {
   // --- SearchObserver ----------------------------------------------------------------------
   // SPEC: the answer is the cheapest assignment that meets the criterion. A search proposes its
   // best as it goes; a proposal that meets it but is not cheaper than one kept that does (a
-  // bisection's fewer layers with more INT8/float boundaries) does not replace it.
+  // bisection's fewer layers with more INT8/float boundaries) does not replace it, unless it
+  // costs the same (search::kSameTime) and is more accurate.
   void on_best(const std::set<std::string>& lifted, const Score& score) override {
-    if (best_.pass && (!score.pass || score.time_vs_bf16 >= best_time_)) return;
+    if (best_.pass && (!score.pass || !search::better_answer(score, best_, objective_->min_gain()))) return;
     const Assignment assignment = evaluator_->assignment_for(lifted);
     if (score.replayed) {  // the ledger holds no model: rebuilt when the replay ends
       pending_best_ = assignment;
@@ -300,7 +305,7 @@ class Explorer : public search::SearchObserver {
     objective_ = std::make_unique<Objective>(params_.setup.criterion.target, result_.task.type);
     result_.objective_name = objective_->name();
     evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, rung_configs_, *objective_, device);
-    if (options_.adaptive) {
+    if (adaptive_) {
       if (!scores_a_state() || options_.search == SearchMode::kCost) {
         throw_bad_input("", std::string("--adaptive re-scores with the layer-error or injected-noise ranking in a bisection or "
                                         "greedy search (not ") + to_string(options_.ranking) + " with " +
@@ -382,7 +387,7 @@ class Explorer : public search::SearchObserver {
                             {"seed", data.data.seed},
                             {"preprocess", data.preprocess},
                             {"image_size", {data.image_height, data.image_width}}}},
-            {"adaptive", options_.adaptive}};
+            {"adaptive", adaptive_}};
   }
 
   // The ledger's complete steps, after checking run.json against this run's settings.
@@ -714,7 +719,7 @@ class Explorer : public search::SearchObserver {
         .min_gain = objective_->min_gain(),
         .lift = lift,
         .time_budget = options_.time_budget,
-        .adaptive = options_.adaptive};
+        .adaptive = adaptive_};
     // The full lift is one of the assignments seen: a mixed answer slower than it loses to it.
     const bool full_within = everything.size() <= limits.budget &&
                              (limits.time_budget <= 0 || all_lifted.time_vs_bf16 <= limits.time_budget);
@@ -743,11 +748,14 @@ class Explorer : public search::SearchObserver {
     if (full_within) on_best(everything, all_lifted);
     if (best_.pass && best_lifted_ != evaluator_->assignment_for(outcome.lifted)) {
       const std::string kept = std::to_string(best_lifted_.size()) + " lifted at " + text::fixed(best_time_, 3) +
-                               "x full " + (ladder_.size() == 1 ? lift : std::string("BF16"));
-      info.stop_reason += outcome.best.pass ? "; kept the cheapest assignment seen that meets the criterion "
-                                              "instead: " + kept + " (the search's: " +
+                               "x full " + (ladder_.size() == 1 ? lift : std::string("BF16")) + ", " +
+                               objective_->name() + " " + text::fixed(best_.objective);
+      info.stop_reason += outcome.best.pass ? "; kept the cheapest assignment seen that meets the criterion (the "
+                                              "most accurate of those within " + text::fixed(search::kSameTime, 3) +
+                                              "x of its time) instead: " + kept + " (the search's: " +
                                                   std::to_string(outcome.lifted.size()) + " at " +
-                                                  text::fixed(outcome.best.time_vs_bf16, 3) + "x)"
+                                                  text::fixed(outcome.best.time_vs_bf16, 3) + "x, " +
+                                                  text::fixed(outcome.best.objective) + ")"
                                             : "; the search's best misses the criterion: kept the cheapest "
                                               "assignment seen that meets it, " + kept;
     }
@@ -895,7 +903,7 @@ class Explorer : public search::SearchObserver {
                     {"task", to_string(result_.task.type)},
                     {"base", options_.base_config ? config_to_json(*options_.base_config) : Json(options_.base_preset)},
                     {"ranking", to_string(options_.ranking)},
-                    {"adaptive", options_.adaptive},
+                    {"adaptive", adaptive_},
                     {"reranks", result_.reranks},
                     {"rerank_evaluations", result_.rerank_evaluations},
                     {"search", to_string(options_.search)},
@@ -948,6 +956,7 @@ class Explorer : public search::SearchObserver {
 
   const ExploreParams& params_;
   const SearchOptions& options_;
+  bool adaptive_;  // adaptive_ranking(options_)
   const StepCallback& on_step_;
   Clock::time_point start_;
   ExploreResult result_;
@@ -973,6 +982,11 @@ class Explorer : public search::SearchObserver {
 };
 
 }  // namespace
+
+bool adaptive_ranking(const SearchOptions& options) {
+  const bool state_ranking = options.ranking == Ranking::kLayerError || options.ranking == Ranking::kInjectedNoise;
+  return options.adaptive.value_or(options.search == SearchMode::kBisection && state_ranking);
+}
 
 const EnumNames<Ranking>& ranking_names() {
   static constexpr EnumNames<Ranking> names{kRankingRows};

@@ -760,6 +760,23 @@ TEST_F(ExploreTest, AdaptiveBisectionReranksAfterEachMissAndResumesLikeAnUninter
   }
 }
 
+TEST(ExploreDefaults, AdaptiveRankingIsOnForABisectionOverAStateRankingUnlessSaidOtherwise) {
+  SearchOptions o;
+  EXPECT_FALSE(adaptive_ranking(o));  // SPEC's greedy, as SPEC has it
+  o.search = SearchMode::kBisection;
+  EXPECT_TRUE(adaptive_ranking(o));  // layer-error
+  o.ranking = Ranking::kInjectedNoise;
+  EXPECT_TRUE(adaptive_ranking(o));
+  o.ranking = Ranking::kDynamicRange;  // nothing to re-score
+  EXPECT_FALSE(adaptive_ranking(o));
+  o.ranking = Ranking::kLayerError;
+  o.adaptive = false;
+  EXPECT_FALSE(adaptive_ranking(o));
+  o.search = SearchMode::kGreedy;
+  o.adaptive = true;
+  EXPECT_TRUE(adaptive_ranking(o));
+}
+
 TEST(ExploreNames, RankingsAndSearchModes) {
   EXPECT_EQ(ranking_names().from_name("layer-error"), Ranking::kLayerError);
   EXPECT_EQ(ranking_names().from_name("random"), std::nullopt);
