@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <tuple>
 
@@ -51,6 +52,14 @@ TEST_F(DryRunTest, Int8MissingAndBf16PassingRecommendsExploration) {
   EXPECT_EQ(r.recommendation.action, "explore");
   EXPECT_NE(r.recommendation.reason.find("full BF16 passes"), std::string::npos) << r.recommendation.reason;
   EXPECT_EQ(r.samples, 32u);
+  // G = 3 candidates, budget max(1, 0.3 G) = 1 (its log2 rounds up to 1); ve2 tries 2
+  // power-of-two methods: 3 = 2 baselines + 1 method more; greedy 3 + 2 ranking passes + 3
+  // steps; bisection 3 + 2 + 2 steps + 2 passes re-ranking after the step that misses; cost
+  // 3 + 3 + 2 ceil(log2 3) + 3.
+  ASSERT_EQ(r.candidates, 3u);
+  std::map<std::string, size_t> evaluations;
+  for (const auto& e : r.explore_estimates) evaluations[e.search] = e.evaluations;
+  EXPECT_EQ(evaluations, (std::map<std::string, size_t>{{"greedy", 8}, {"bisection", 9}, {"cost", 13}}));
   for (const auto& row : r.rows) EXPECT_TRUE(fs::exists(row.model_path)) << row.label;
   EXPECT_EQ(read_file(p.setup.model_path, "model"), before);  // the input model is never modified
 }
