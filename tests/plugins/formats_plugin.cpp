@@ -3,21 +3,12 @@
 //   step-half (StepHalfSpec): test.mixprec RoundToStep with step 0.5 (tests/plugins/test_ops.cpp)
 //                             on activations and weights, priced as bf16;
 //   the library: ops.so in the plugin's folder.
-#include <cstring>
 #include <string>
 
 #include "mixprec/plugin_abi.h"
+#include "plugin_text.h"
 
-namespace {
-
-void set(char* out, size_t size, const std::string& text) {
-  if (out == nullptr || size == 0) return;
-  const size_t n = text.size() < size ? text.size() : size - 1;
-  std::memcpy(out, text.data(), n);
-  out[n] = '\0';
-}
-
-}  // namespace
+using mixprec_test_plugins::set;
 
 extern "C" __attribute__((visibility("default"))) uint32_t mixprec_plugin_abi_version(void) {
   return MIXPREC_PLUGIN_ABI_VERSION;

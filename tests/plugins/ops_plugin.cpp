@@ -1,20 +1,12 @@
 // A plugin for the tests: it registers a custom-op library through the host and hands back a
 // model that needs it, as a plugin with its own ops would.
 //   ops-plugin LIBRARY MODEL CONFIG
-#include <cstring>
 #include <string>
 
 #include "mixprec/plugin_abi.h"
+#include "plugin_text.h"
 
-namespace {
-
-void set(char* out, size_t size, const std::string& text) {
-  const size_t n = text.size() < size ? text.size() : size - 1;
-  std::memcpy(out, text.data(), n);
-  out[n] = '\0';
-}
-
-}  // namespace
+using mixprec_test_plugins::set;
 
 extern "C" __attribute__((visibility("default"))) uint32_t mixprec_plugin_abi_version(void) {
   return MIXPREC_PLUGIN_ABI_VERSION;

@@ -13,15 +13,11 @@
 #include <onnx/onnx_pb.h>
 
 #include "mixprec/plugin_abi.h"
+#include "plugin_text.h"
+
+using mixprec_test_plugins::set;
 
 namespace {
-
-void set(char* out, size_t size, const std::string& text) {
-  if (out == nullptr || size == 0) return;
-  const size_t n = text.size() < size ? text.size() : size - 1;
-  std::memcpy(out, text.data(), n);
-  out[n] = '\0';
-}
 
 extern "C" int half_range(void*, const MixprecTensorStats* stats, const MixprecFormatInfo* format, float* range_min,
                           float* range_max, char* error, size_t error_size) {
