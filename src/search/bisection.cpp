@@ -1,23 +1,9 @@
 // Bisection over the ranked list: the fewest top-ranked layers that meet the criterion.
 #include <algorithm>
 
-#include "mixprec/error.h"
-
 #include "search/search.h"
 
 namespace mixprec::search {
-
-void rerank_after(Evaluator& evaluator, const std::set<std::string>& lifted, std::vector<std::string>& order,
-                  size_t from) {
-  if (from >= order.size()) return;
-  const std::vector<std::string> rest(order.begin() + static_cast<long>(from), order.end());
-  std::vector<std::string> reranked = evaluator.rerank(lifted, rest);
-  std::vector<std::string> a = rest, b = reranked;
-  std::ranges::sort(a);
-  std::ranges::sort(b);
-  if (a != b) throw Error(ErrorKind::kInternal, "", "a re-ranking returned other candidates than it was given");
-  std::ranges::copy(reranked, order.begin() + static_cast<long>(from));
-}
 
 SearchOutcome bisection(const std::vector<std::string>& ranked, const Score& start, const Score& all_lifted,
                         const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer) {
