@@ -61,6 +61,10 @@ const char* ranking_score_meaning(Ranking ranking) {
   return "?";
 }
 
+// The rankings that score a layer from one exposed pass of a state: layer-error and
+// injected-noise (adaptive ranking re-scores with them in the searches' mixed states).
+bool scores_a_state(Ranking ranking) { return ranking == Ranking::kLayerError || ranking == Ranking::kInjectedNoise; }
+
 using Objective = AccuracyObjective;  // the target's metric on the worst output, else the task's own
 
 // Each lifted layer's rung (1-based, into the ladder); a layer absent is at the base.
@@ -306,7 +310,7 @@ class Explorer : public search::SearchObserver {
     result_.objective_name = objective_->name();
     evaluator_ = std::make_unique<WorkbenchEvaluator>(*bench_, base_, rung_configs_, *objective_, device);
     if (adaptive_) {
-      if (!scores_a_state() || options_.search == SearchMode::kCost) {
+      if (!scores_a_state(options_.ranking) || options_.search == SearchMode::kCost) {
         throw_bad_input("", std::string("--adaptive re-scores with the layer-error or injected-noise ranking in a bisection or "
                                         "greedy search (not ") + to_string(options_.ranking) + " with " +
                                 to_string(options_.search) + ")");
@@ -473,11 +477,6 @@ class Explorer : public search::SearchObserver {
     return score;
   }
 
-  // The rankings that score a layer from one exposed pass of a state: layer-error and
-  // injected-noise (adaptive ranking re-scores with them in the searches' mixed states).
-  bool scores_a_state() const {
-    return options_.ranking == Ranking::kLayerError || options_.ranking == Ranking::kInjectedNoise;
-  }
   std::map<std::string, double> state_scores(const QuantConfig& state, const std::vector<std::string>& layers) {
     return options_.ranking == Ranking::kInjectedNoise ? bench_->injected_noise(state, layers)
                                                        : layer_error_scores(state, layers);
@@ -984,8 +983,7 @@ class Explorer : public search::SearchObserver {
 }  // namespace
 
 bool adaptive_ranking(const SearchOptions& options) {
-  const bool state_ranking = options.ranking == Ranking::kLayerError || options.ranking == Ranking::kInjectedNoise;
-  return options.adaptive.value_or(options.search == SearchMode::kBisection && state_ranking);
+  return options.adaptive.value_or(options.search == SearchMode::kBisection && scores_a_state(options.ranking));
 }
 
 const EnumNames<Ranking>& ranking_names() {
