@@ -126,8 +126,10 @@ struct AddedFormat {
   bool weights = true;
   FormatId speed_as = FormatId::kBFloat16;  // a built-in format
 };
-// kBadInput (no file) for an empty or taken name or spec name, a missing domain or op type,
-// speed_as not built in, or too many formats.
+// kBadInput (no file, naming format.origin) for an empty or taken name or spec name, a missing
+// domain or op type, or speed_as not built in: what add_format refuses, checked before adding.
+void check_added_format(const AddedFormat& format);
+// check_added_format, then kBadInput for too many formats; the new format's id.
 FormatId add_format(AddedFormat format);
 const AddedFormat* added_format(FormatId id);  // nullptr for the built-in ones
 

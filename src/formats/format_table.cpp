@@ -116,7 +116,7 @@ const AddedFormat* added_format(FormatId id) {
   return index >= kBuiltIn && index - kBuiltIn < added_formats().size() ? &added_formats()[index - kBuiltIn].format : nullptr;
 }
 
-FormatId add_format(AddedFormat format) {
+void check_added_format(const AddedFormat& format) {
   const std::string& origin = format.origin;
   if (format.name.empty() || format.spec_name.empty()) throw_bad_input("", origin + ": a format needs a name and a spec name");
   for (const std::string& name : {format.name, format.spec_name}) {
@@ -128,8 +128,14 @@ FormatId add_format(AddedFormat format) {
   if (static_cast<size_t>(format.speed_as) >= kBuiltIn) {
     throw_bad_input("", origin + ": format " + format.name + " must run as fast as a built-in format");
   }
+}
+
+FormatId add_format(AddedFormat format) {
+  check_added_format(format);
   const size_t index = kBuiltIn + added_formats().size();
-  if (index > std::numeric_limits<std::underlying_type_t<FormatId>>::max()) throw_bad_input("", origin + ": too many formats added");
+  if (index > std::numeric_limits<std::underlying_type_t<FormatId>>::max()) {
+    throw_bad_input("", format.origin + ": too many formats added");
+  }
   AddedRow& row = added_formats().emplace_back(AddedRow{.format = std::move(format), .traits = kFormatTable[0]});
   row.traits.id = static_cast<FormatId>(index);  // float32's row: no codes, no scale, no opset
   row.traits.name = row.format.name.c_str();

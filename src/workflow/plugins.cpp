@@ -507,29 +507,22 @@ extern "C" int host_add_format(MixprecRegistry* r, const MixprecFormatSpec* spec
     if (spec == nullptr) throw_bad_input("", r->origin + ": add_format needs a format");
     check_listed(*r, r->manifest->formats, spec->name, "format", "formats");
     const std::string name = spec->name;
-    const std::string spec_name = spec->spec_name != nullptr ? spec->spec_name : "";
-    for (const std::string& taken : {name, spec_name}) {
-      if (format_from_name(taken) || std::ranges::any_of(r->formats, [&](const AddedFormat& f) {
-            return f.name == taken || f.spec_name == taken;
-          })) {
-        throw_bad_input("", r->origin + ": format " + taken + " is already defined");
-      }
-    }
     const std::string speed = spec->speed_as != nullptr ? spec->speed_as : "bf16";
     const std::optional<FormatId> speed_as = format_from_name(speed);
-    if (!speed_as || added_format(*speed_as) != nullptr) {
-      throw_bad_input("", r->origin + ": format " + name + "'s speed_as '" + speed + "' is not a built-in format");
-    }
+    if (!speed_as) throw_bad_input("", r->origin + ": format " + name + "'s speed_as '" + speed + "' is not a format");
     AddedFormat format{.name = name,
-                       .spec_name = spec_name,
+                       .spec_name = spec->spec_name != nullptr ? spec->spec_name : "",
                        .origin = r->origin,
                        .domain = spec->domain != nullptr ? spec->domain : "",
                        .op_type = spec->op_type != nullptr ? spec->op_type : "",
                        .attributes = format_attributes(*r, name, spec->attributes_json),
                        .weights = spec->weights != 0,
                        .speed_as = *speed_as};
-    if (format.spec_name.empty() || format.domain.empty() || format.op_type.empty()) {
-      throw_bad_input("", r->origin + ": format " + name + " needs a spec name, a domain and an op type");
+    check_added_format(format);  // what add_format would refuse once the register succeeds
+    for (const std::string& taken : {format.name, format.spec_name}) {  // ... and names this register took already
+      if (std::ranges::any_of(r->formats, [&](const AddedFormat& f) { return f.name == taken || f.spec_name == taken; })) {
+        throw_bad_input("", r->origin + ": format " + taken + " is already defined");
+      }
     }
     r->formats.push_back(std::move(format));
     return 0;
