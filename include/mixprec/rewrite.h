@@ -84,6 +84,7 @@ struct RewriteSummary {
   int64_t qdq_pairs = 0;          // activation Q/DQ pairs inserted
   int64_t cast_pairs = 0;         // activation cast pairs inserted
   int64_t block_ops = 0;          // activation BFP/MX fake-quantization nodes inserted
+  int64_t added_format_ops = 0;   // nodes of a plugin's format (formats.h's add_format), activations and weights
   int64_t quantized_weights = 0;  // weight/bias initializers stored quantized (+DQ) or low precision (+Cast)
   int64_t matmul_nbits = 0;       // MatMuls with 4-bit weights made com.microsoft MatMulNBits
   std::vector<std::string> notes; // opset adaptations, skipped inputs and why

@@ -38,6 +38,7 @@ std::string quantize_text(const QuantizeReport& r) {
       << r.nodes_float << " float\n"
       << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs << " cast pairs, "
       << (r.rewrite.block_ops ? std::to_string(r.rewrite.block_ops) + " BFP/MX nodes, " : "")
+      << (r.rewrite.added_format_ops ? std::to_string(r.rewrite.added_format_ops) + " plugin-format nodes, " : "")
       << (r.rewrite.matmul_nbits ? std::to_string(r.rewrite.matmul_nbits) + " MatMulNBits, " : "")
       << r.rewrite.quantized_weights << " weights/biases stored quantized\n"
       << "prepared     " << r.prepare.constants_converted << " Constant nodes made initializers, "

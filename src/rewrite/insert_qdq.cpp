@@ -264,6 +264,7 @@ class Inserter {
         const std::string out_name = pairs_.names().fresh(name + "_" + added->name);
         *graph_.add_node() = added_format_node(name, out_name, *added, pairs_.names().fresh(name + "_" + added->op_type));
         pairs_.need_domain(added->domain);
+        ++summary_.added_format_ops;
         node.set_input(index, out_name);
       }
       return out;

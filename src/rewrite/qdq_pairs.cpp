@@ -134,7 +134,7 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
   if (const AddedFormat* added = added_format(spec.format)) {
     nodes.push_back(added_format_node(in, out, *added, names().fresh(in + "_" + added->name)));
     need_domain(added->domain);
-    ++summary_.block_ops;
+    ++summary_.added_format_ops;
     return "";
   }
   if (const BlockFormat* block = block_format(spec.format)) {

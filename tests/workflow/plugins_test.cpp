@@ -363,7 +363,9 @@ TEST_F(PluginsTest, ARegisteredFormatPutsItsOpOnActivationsAndWeights) {
   q.setup.calibration.data.files = {path("x.npy")};
   q.output_path = path("out.onnx");
   q.config.path = path("config.json");
-  quantize_job(q);
+  const QuantizeReport report = quantize_job(q);
+  EXPECT_EQ(report.rewrite.added_format_ops, 3);  // x, w and y's
+  EXPECT_EQ(report.rewrite.block_ops, 0);          // not BFP/MX
   const onnx::ModelProto out = load_model(q.output_path);
   std::map<std::string, std::string> op_inputs;  // RoundToStep's input -> its step
   for (const auto& node : out.graph().node()) {
