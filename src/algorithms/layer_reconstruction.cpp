@@ -11,7 +11,7 @@
 // upstream's errors are not compounded. With the target kFloatOutput (default) the float model
 // as it was before any write-back runs beside it, and its input of the layer at the same
 // positions is the reference (config.h). The pass feeds the layer's input through the same
-// im2col as the Conv (groups, strides, pads, auto_pad, dilations; 1-D and 2-D) into the Gram
+// im2col as the Conv (groups, strides, pads, auto_pad, dilations; 1-D, 2-D and 3-D) into the Gram
 // matrices G = X X^T / columns, one per group, accumulated in double. A ConvTranspose is the
 // same problem with its weight read as [C_out / groups, C_in / groups x taps] per group and its
 // im2col gathering, for each output position, the input each tap scatters there (explicit pads
@@ -149,6 +149,11 @@ constexpr size_t kMaxColumns = size_t{1} << 17;
 constexpr size_t kMinColumnsPerSample = 256;
 constexpr uint64_t kSubsetSeed = 0x5eed'ada0'0000'0012ull;
 
+// Spatial slots of a convolution: depth, height, width.
+constexpr size_t kSlots = 3;
+// A convolution's output positions: batch, depth, height, width.
+using ConvOutput = std::array<int64_t, 1 + kSlots>;
+
 enum class LayerKind { kConv, kConvTranspose, kGemm, kMatMul };
 
 // How a layer's weight maps onto [rows x cols] per group, and its input onto columns.
@@ -158,14 +163,17 @@ struct LayerShape {
   int64_t outputs = 0;  // rows over all groups
   int64_t cols = 0;     // per group
   bool trans_a = false, trans_b = false;
-  // Conv and ConvTranspose, as 2-D (a 1-D one has a kernel of height 1). channels_per_group
-  // counts input channels.
+  // Conv and ConvTranspose, as 3-D over (depth, height, width): a 2-D one has depth 1, a 1-D
+  // one depth and height 1 (its axes fill the last slots). channels_per_group counts input
+  // channels.
   int64_t channels_per_group = 0;
-  int64_t kernel[2] = {1, 1}, strides[2] = {1, 1}, dilations[2] = {1, 1};
-  int64_t pads[4] = {0, 0, 0, 0};  // begin h, begin w, end h, end w
-  int64_t output_padding[2] = {0, 0};  // ConvTranspose
+  int64_t kernel[kSlots] = {1, 1, 1}, strides[kSlots] = {1, 1, 1}, dilations[kSlots] = {1, 1, 1};
+  int64_t pads[2 * kSlots] = {0, 0, 0, 0, 0, 0};  // begin d, h, w, then end d, h, w
+  int64_t output_padding[kSlots] = {0, 0, 0};     // ConvTranspose
   std::string auto_pad = "NOTSET";
-  size_t spatial = 2;  // 1 or 2
+  size_t spatial = 2;  // 1, 2 or 3
+
+  int64_t taps() const { return kernel[0] * kernel[1] * kernel[2]; }
 
   bool convolution() const { return kind == LayerKind::kConv || kind == LayerKind::kConvTranspose; }
   int64_t rows() const { return outputs / groups; }
@@ -174,7 +182,7 @@ struct LayerShape {
   // (input channel of the group, kernel position).
   size_t weight_index(int64_t g, int64_t r, int64_t c) const {
     if (kind == LayerKind::kConvTranspose) {
-      const int64_t taps = kernel[0] * kernel[1];
+      const int64_t taps = this->taps();
       return static_cast<size_t>(((g * channels_per_group + c / taps) * rows() + r) * taps + c % taps);
     }
     const int64_t o = g * rows() + r;
@@ -216,9 +224,9 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
   if (node.op_type() == "Conv" || node.op_type() == "ConvTranspose") {
     const bool transposed = node.op_type() == "ConvTranspose";
     shape.kind = transposed ? LayerKind::kConvTranspose : LayerKind::kConv;
-    if (dims.size() != 3 && dims.size() != 4) {
+    if (dims.size() < 3 || dims.size() > 2 + kSlots) {
       why = "a " + node.op_type() + " with " + std::to_string(static_cast<int64_t>(dims.size()) - 2) +
-            " spatial dimensions (1 and 2 are handled)";
+            " spatial dimensions (1, 2 and 3 are handled)";
       return std::nullopt;
     }
     shape.groups = ir::int_attribute(node, "group").value_or(1);
@@ -230,16 +238,16 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
     shape.outputs = transposed ? dims[1] * shape.groups : dims[0];
     shape.channels_per_group = transposed ? dims[0] / shape.groups : dims[1];
     shape.spatial = dims.size() - 2;
-    const size_t first = 2 - shape.spatial;  // a 1-D Conv fills the width slot
+    const size_t first = kSlots - shape.spatial;  // fewer axes fill the last slots
     for (size_t i = 0; i < shape.spatial; ++i) shape.kernel[first + i] = dims[2 + i];
-    shape.cols = shape.channels_per_group * shape.kernel[0] * shape.kernel[1];
+    shape.cols = shape.channels_per_group * shape.taps();
     const auto fill = [&](const std::string& name, int64_t* out, size_t count_per_side, bool two_sided) {
       const std::vector<int64_t> v = ints_attribute(node, name);
       if (v.empty()) return true;
       if (v.size() != count_per_side * (two_sided ? 2 : 1)) return false;
       for (size_t i = 0; i < count_per_side; ++i) {
         out[first + i] = v[i];
-        if (two_sided) out[2 + first + i] = v[count_per_side + i];
+        if (two_sided) out[kSlots + first + i] = v[count_per_side + i];
       }
       return true;
     };
@@ -249,7 +257,7 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
       why = "its strides, dilations, pads or output_padding do not match its kernel's rank";
       return std::nullopt;
     }
-    for (size_t d = 0; d < 2; ++d) {
+    for (size_t d = 0; d < kSlots; ++d) {
       if (shape.strides[d] < 1 || shape.dilations[d] < 1) {
         why = "its strides and dilations must be positive";
         return std::nullopt;
@@ -308,19 +316,26 @@ void add_product(const Eigen::MatrixXf& a, const Eigen::MatrixXf& b, Eigen::Matr
   sum += product.cast<double>();
 }
 
-// The output positions of a Conv input of `dims` (batch x rows x cols), or nothing when the
-// shape does not fit; `begin` gets the leading pads.
-std::optional<std::array<int64_t, 3>> conv_positions(const LayerShape& shape, const Shape& dims, int64_t begin[2]) {
+// The input extents of a Conv input of `dims` in the three slots (depth, height, width).
+std::array<int64_t, kSlots> input_extents(const LayerShape& shape, const Shape& dims) {
+  std::array<int64_t, kSlots> in = {1, 1, 1};
+  for (size_t i = 0; i < shape.spatial; ++i) in[kSlots - shape.spatial + i] = dims[2 + i];
+  return in;
+}
+
+// The output positions of a Conv input of `dims` (batch x depth x rows x cols), or nothing
+// when the shape does not fit; `begin` gets the leading pads.
+std::optional<ConvOutput> conv_positions(const LayerShape& shape, const Shape& dims, int64_t begin[kSlots]) {
   if (dims.size() != shape.spatial + 2 || dims[1] != shape.channels_per_group * shape.groups) return std::nullopt;
-  const int64_t in[2] = {shape.spatial == 2 ? dims[2] : 1, dims.back()};
-  std::array<int64_t, 3> out = {dims[0], 0, 0};
-  for (int d = 0; d < 2; ++d) {
+  const std::array<int64_t, kSlots> in = input_extents(shape, dims);
+  ConvOutput out = {dims[0], 0, 0, 0};
+  for (size_t d = 0; d < kSlots; ++d) {
     const int64_t reach = shape.dilations[d] * (shape.kernel[d] - 1) + 1;
     if (shape.kind == LayerKind::kConvTranspose) {  // NOTSET or VALID (layer_shape)
       const bool valid = shape.auto_pad == "VALID";
       begin[d] = valid ? 0 : shape.pads[d];
       out[1 + d] = shape.strides[d] * (in[d] - 1) + shape.output_padding[d] + reach -
-                   (valid ? 0 : shape.pads[d] + shape.pads[2 + d]);
+                   (valid ? 0 : shape.pads[d] + shape.pads[kSlots + d]);
     } else if (shape.auto_pad == "SAME_UPPER" || shape.auto_pad == "SAME_LOWER") {
       out[1 + d] = (in[d] + shape.strides[d] - 1) / shape.strides[d];
       const int64_t total = std::max<int64_t>(0, (out[1 + d] - 1) * shape.strides[d] + reach - in[d]);
@@ -328,18 +343,18 @@ std::optional<std::array<int64_t, 3>> conv_positions(const LayerShape& shape, co
     } else {
       const bool valid = shape.auto_pad == "VALID";
       begin[d] = valid ? 0 : shape.pads[d];
-      const int64_t padded = in[d] + (valid ? 0 : shape.pads[d] + shape.pads[2 + d]);
+      const int64_t padded = in[d] + (valid ? 0 : shape.pads[d] + shape.pads[kSlots + d]);
       out[1 + d] = padded >= reach ? (padded - reach) / shape.strides[d] + 1 : 0;
     }
   }
-  if (out[0] <= 0 || out[1] <= 0 || out[2] <= 0) return std::nullopt;
+  if (std::ranges::any_of(out, [](int64_t n) { return n <= 0; })) return std::nullopt;
   return out;
 }
 
 // The input position that kernel tap `k` of output position `o` reads along axis `d`, or -1
 // (padding). Conv: o s - begin + k dil. ConvTranspose scatters input i to i s - begin + k dil,
 // so output o reads i = (o + begin - k dil) / s where that divides.
-int64_t input_index(const LayerShape& shape, int d, int64_t o, int64_t begin, int64_t k, int64_t extent) {
+int64_t input_index(const LayerShape& shape, size_t d, int64_t o, int64_t begin, int64_t k, int64_t extent) {
   int64_t i = 0;
   if (shape.kind == LayerKind::kConvTranspose) {
     const int64_t scattered = o + begin - k * shape.dilations[d];
@@ -355,26 +370,30 @@ int64_t input_index(const LayerShape& shape, int d, int64_t o, int64_t begin, in
 // (im2col: row (input channel, kernel tap) of column p is what that tap multiplies at output
 // position p).
 Eigen::MatrixXf conv_columns(const LayerShape& shape, const Shape& dims, std::span<const float> values,
-                             const std::array<int64_t, 3>& out, const int64_t begin[2], const std::vector<int64_t>& chosen,
+                             const ConvOutput& out, const int64_t begin[kSlots], const std::vector<int64_t>& chosen,
                              int64_t g) {
   const int64_t channels = dims[1];
-  const int64_t in_h = shape.spatial == 2 ? dims[2] : 1;
-  const int64_t in_w = dims.back();
+  const auto [in_d, in_h, in_w] = input_extents(shape, dims);
   const int64_t cg = shape.channels_per_group;
   Eigen::MatrixXf columns(shape.cols, static_cast<Eigen::Index>(chosen.size()));
   for (size_t j = 0; j < chosen.size(); ++j) {
     const int64_t p = chosen[j];
-    const int64_t n = p / (out[1] * out[2]);
-    const int64_t oh = (p / out[2]) % out[1];
-    const int64_t ow = p % out[2];
+    const int64_t n = p / (out[1] * out[2] * out[3]);
+    const int64_t od = (p / (out[2] * out[3])) % out[1];
+    const int64_t oh = (p / out[3]) % out[2];
+    const int64_t ow = p % out[3];
     Eigen::Index row = 0;
     for (int64_t c = 0; c < cg; ++c) {
-      const float* plane = values.data() + ((n * channels + g * cg + c) * in_h) * in_w;
-      for (int64_t kh = 0; kh < shape.kernel[0]; ++kh) {
-        const int64_t ih = input_index(shape, 0, oh, begin[0], kh, in_h);
-        for (int64_t kw = 0; kw < shape.kernel[1]; ++kw, ++row) {
-          const int64_t iw = input_index(shape, 1, ow, begin[1], kw, in_w);
-          columns(row, static_cast<Eigen::Index>(j)) = ih >= 0 && iw >= 0 ? plane[ih * in_w + iw] : 0.0f;
+      const float* volume = values.data() + (n * channels + g * cg + c) * in_d * in_h * in_w;
+      for (int64_t kd = 0; kd < shape.kernel[0]; ++kd) {
+        const int64_t id = input_index(shape, 0, od, begin[0], kd, in_d);
+        for (int64_t kh = 0; kh < shape.kernel[1]; ++kh) {
+          const int64_t ih = input_index(shape, 1, oh, begin[1], kh, in_h);
+          for (int64_t kw = 0; kw < shape.kernel[2]; ++kw, ++row) {
+            const int64_t iw = input_index(shape, 2, ow, begin[2], kw, in_w);
+            columns(row, static_cast<Eigen::Index>(j)) =
+                id >= 0 && ih >= 0 && iw >= 0 ? volume[(id * in_h + ih) * in_w + iw] : 0.0f;
+          }
         }
       }
     }
@@ -435,10 +454,10 @@ bool add_sample(const LayerShape& shape, const Tensor& x, const Tensor* referenc
     sums.columns += chosen.size();
     return true;
   }
-  int64_t begin[2] = {0, 0};
+  int64_t begin[kSlots] = {0, 0, 0};
   const auto out = conv_positions(shape, dims, begin);
   if (!out) return false;
-  const std::vector<int64_t> chosen = chosen_positions((*out)[0] * (*out)[1] * (*out)[2], cap, seed);
+  const std::vector<int64_t> chosen = chosen_positions((*out)[0] * (*out)[1] * (*out)[2] * (*out)[3], cap, seed);
   for (int64_t g = 0; g < shape.groups; ++g) {
     const Eigen::MatrixXf quantized = conv_columns(shape, dims, x.as<float>(), *out, begin, chosen, g);
     if (reference) {

@@ -295,6 +295,43 @@ TEST(AlgorithmsAdaRound, GroupedConvTransposeLossIsTheOutputErrorAndFallsBelowNe
   EXPECT_LT(loss_after, loss_before * 0.95) << loss_before << " -> " << loss_after;
 }
 
+// x [1, 4, 5, 6, 7] -> Conv(W [6, 2, 3, 2, 3], group 2, strides (2, 1, 2), pads (1, 0, 1, 0, 1, 1),
+// dilations (1, 2, 1)) -> y [1, 6, 2, 5, 4]: D = (5 + 1 - 3) / 2 + 1 = 2, H = (6 + 1 - 3) / 1 + 1 = 5,
+// W = (7 + 2 - 3) / 2 + 1 = 4.
+onnx::ModelProto grouped_conv3d_model() {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 4, 5, 6, 7})
+      .add_initializer("w", {6, 2, 3, 2, 3}, normal_values(6 * 2 * 18, 29, 0.3f))
+      .add_node("Conv", {"x", "w"}, {"y"},
+                {ir::make_int_attribute("group", 2), testing::attr_ints("strides", {2, 1, 2}),
+                 testing::attr_ints("pads", {1, 0, 1, 0, 1, 1}), testing::attr_ints("dilations", {1, 2, 1})},
+                "conv3d")
+      .add_output("y", TensorProto::FLOAT, {1, 6, 2, 5, 4})
+      .build();
+}
+
+TEST(AlgorithmsAdaRound, Conv3dLossIsTheOutputErrorAndFallsBelowNearest) {
+  const onnx::ModelProto model = grouped_conv3d_model();
+  onnx::ModelProto prepared = model;
+  const NormalSamples samples("x", {1, 4, 5, 6, 7}, 6);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kInt8, .per_channel = true});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  const onnx::ModelProto nearest = rewrite(prepared);
+  const ReconstructionSummary summary = reconstruct_layers(
+      prepared, rewrite, samples, default_reconstruction(ReconstructionMethod::kAdaRound), {.assignment = &assignment}, kLabel);
+  ASSERT_EQ(summary.layers, 1u) << text::join(summary.notes, "; ");
+  constexpr double kColumns = 6.0 * 2 * 5 * 4;  // output positions per sample x samples
+  EXPECT_EQ(summary.per_layer[0].columns, static_cast<size_t>(kColumns));
+  const onnx::ModelProto learned_model = rewrite(prepared);
+  expect_within_one_step(initializer(model, "w"), stored_codes(learned_model, "conv3d"), 6);
+  // The loss the layer measured through its 3-D im2col is the one ONNX Runtime's Conv shows.
+  const double loss_before = output_error(model, nearest, samples);
+  const double loss_after = output_error(model, learned_model, samples);
+  EXPECT_NEAR(summary.per_layer[0].loss_nearest * kColumns, loss_before, 1e-3 * loss_before);
+  EXPECT_NEAR(summary.per_layer[0].loss_learned * kColumns, loss_after, 1e-3 * loss_after);
+  EXPECT_LT(loss_after, loss_before * 0.95) << loss_before << " -> " << loss_after;
+}
+
 TEST(AlgorithmsAdaRound, ConvTransposeWithOutputShapeIsSkippedWithANote) {
   onnx::ModelProto prepared = ModelBuilder()
                                   .add_input("x", TensorProto::FLOAT, {1, 2, 4, 4})
