@@ -45,10 +45,10 @@ constexpr AlgorithmTraits kAlgorithms[] = {
     {"gptq", false, "quantize weights column by column, compensating the error with second-order information"},
 };
 
-// Measured on 2 cores shared with another build (issue 12's closing tables): the plan's cost
+// Measured on 2 cores, nothing else running (guide on det 320x320, 2026-12-05): the plan's cost
 // figure for AdaRound/AdaQuant.
 constexpr const char* kReconstructionCostExample = "measured: AdaRound on the PP-OCR detector at 320x320 with 32 "
-                                                   "calibration pictures, 62 layers in 6 to 7 min on 2 cores";
+                                                   "calibration pictures, 64 layers in 2.6 to 2.8 min on 2 cores";
 constexpr int64_t kEvaluationSamples = 100;  // SPEC: evaluate on >= 100 samples by default
 constexpr uint64_t kTwoGigabytes = uint64_t{2} << 30;
 
@@ -369,17 +369,30 @@ class Planner {
                         std::to_string(default_reconstruction(ReconstructionMethod::kAdaRound).iterations) +
                         " Adam steps (" + kReconstructionCostExample + "), and again in explore for the layers below "
                         "each lifted one");
+      // CLE evens per-tensor weight ranges but moves the activations' ranges too, and which
+      // wins under AdaRound depends on the model (plan.h): measure both.
+      if (listed("cle")) {
+        plan_.recovery_ladder_without_cle.push_back({{.name = "adaround"}});
+        reasons.emplace_back("adaround without cle: a second calibration pass for its own statistics, then the same "
+                             "learning");
+      }
     }
     if (plan_.recovery_ladder.empty()) return;
     std::vector<std::string> rungs;
-    for (const auto& rung : plan_.recovery_ladder) {
-      QuantConfig with = plan_config_algorithms();
-      with.algorithms.insert(with.algorithms.end(), rung.begin(), rung.end());
-      rungs.push_back(text::join(algorithm_labels(with), " + "));
-    }
+    const auto label_rungs = [&](const std::vector<std::vector<AlgorithmEntry>>& ladder, bool with_cle) {
+      for (const auto& rung : ladder) {
+        QuantConfig with = plan_config_algorithms();
+        if (!with_cle) std::erase_if(with.algorithms, [](const AlgorithmEntry& a) { return a.name == "cle"; });
+        with.algorithms.insert(with.algorithms.end(), rung.begin(), rung.end());
+        rungs.push_back(text::join(algorithm_labels(with), " + "));
+      }
+    };
+    label_rungs(plan_.recovery_ladder, true);
+    label_rungs(plan_.recovery_ladder_without_cle, false);
     decide("recovery ladder", text::join(rungs, ", then "),
            "when the config misses its criterion, guide measures each rung on the config's statistics (one rewrite and "
-           "one evaluation each, after the algorithm itself), keeps the best and explores from it; cost: " +
+           "one evaluation each, after the algorithm itself; a rung without cle on statistics of its own), keeps the "
+           "best and explores from it; cost: " +
            text::join(reasons, "; "));
   }
   bool listed(std::string_view algorithm) const {
@@ -521,12 +534,15 @@ Json plan_to_json(const QuantPlan& plan, ConfigShape shape) {
   for (const auto& d : plan.decisions) decisions.push_back({{"decision", d.decision}, {"value", d.value}, {"reason", d.reason}});
   Json risks = Json::array();
   for (const auto& r : plan.risks) risks.push_back({{"severity", r.severity}, {"risk", r.risk}});
-  Json ladder_json = Json::array();  // each rung as the algo_config list it adds
-  for (const auto& rung : plan.recovery_ladder) {
-    QuantConfig entries;
-    entries.algorithms = rung;
-    ladder_json.push_back(config_to_json(entries)["algo_config"]);
-  }
+  const auto ladder_json = [](const std::vector<std::vector<AlgorithmEntry>>& ladder) {
+    Json rungs = Json::array();  // each rung as the algo_config list it adds
+    for (const auto& rung : ladder) {
+      QuantConfig entries;
+      entries.algorithms = rung;
+      rungs.push_back(config_to_json(entries)["algo_config"]);
+    }
+    return rungs;
+  };
   Json json = {
       {"schema_version", 1},
       {"model", {{"path", plan.model_path}, {"fingerprint", plan.model_fingerprint}, {"bytes", plan.model_bytes},
@@ -538,7 +554,8 @@ Json plan_to_json(const QuantPlan& plan, ConfigShape shape) {
       {"calibration", {{"method", method_name(plan.calib_method)}, {"samples", plan.calibration_samples},
                        {"batch", plan.calibration_batch}}},
       {"algorithms", plan.algorithms},
-      {"recovery_ladder", ladder_json},
+      {"recovery_ladder", ladder_json(plan.recovery_ladder)},
+      {"recovery_ladder_without_cle", ladder_json(plan.recovery_ladder_without_cle)},
       {"include", {{"op_types", plan.include_op_types}}},
       {"exclude", {{"node_names", plan.exclude_node_names}}},
       {"higher_precision", {{"format", plan.higher_precision_format}, {"node_names", plan.higher_precision_nodes}}},
@@ -592,13 +609,17 @@ QuantPlan plan_from_json(const Json& json, const std::string& label) {
   plan.calibration_samples = json["calibration"]["samples"].get<int64_t>();
   plan.calibration_batch = json["calibration"]["batch"].get<int64_t>();
   plan.algorithms = json["algorithms"].get<std::vector<std::string>>();
-  if (json.contains("recovery_ladder")) {  // plans written before it have none
-    const Json& rungs = json["recovery_ladder"];
+  // Plans written before a ladder existed have none.
+  const auto read_ladder = [&](const char* key, std::vector<std::vector<AlgorithmEntry>>& ladder) {
+    if (!json.contains(key)) return;
+    const Json& rungs = json[key];
     for (size_t i = 0; i < rungs.size(); ++i) {
-      const std::string where = label + " (recovery_ladder/" + std::to_string(i) + ")";
-      plan.recovery_ladder.push_back(parse_config(Json{{"algo_config", rungs[i]}}, where).algorithms);
+      const std::string where = label + " (" + key + "/" + std::to_string(i) + ")";
+      ladder.push_back(parse_config(Json{{"algo_config", rungs[i]}}, where).algorithms);
     }
-  }
+  };
+  read_ladder("recovery_ladder", plan.recovery_ladder);
+  read_ladder("recovery_ladder_without_cle", plan.recovery_ladder_without_cle);
   plan.include_op_types = json["include"]["op_types"].get<std::vector<std::string>>();
   plan.exclude_node_names = json["exclude"]["node_names"].get<std::vector<std::string>>();
   plan.higher_precision_format = json["higher_precision"]["format"].get<std::string>();

@@ -429,7 +429,8 @@ class Guide {
 
   // A proposed config that misses its criterion tries the plan's recovery ladder: each rung
   // adds its algorithms (which run after the rewrite, so the statistics are shared) and is
-  // measured; the first rung that passes ends the ladder. The best of the quantize phase's
+  // measured; then, when the config has CLE, the plan's rungs without it, on statistics of
+  // their own. The first rung that passes ends the ladder. The best of the quantize phase's
   // config and the rungs becomes the config validate judges and explore starts from.
   void recover_phase(Workbench& bench, QuantConfig& config, Evaluation& quantized) {
     begin("recover");
@@ -450,13 +451,21 @@ class Guide {
       return;
     }
     QuantConfig best_config = config;
-    for (const auto& rung : recovery_ladder_) {
+    Workbench* best_bench = &bench;
+    // The rungs without the config's CLE need statistics of the model without it: a second
+    // workbench, built at the first such rung (its calibration counted in that rung's time) and
+    // gone after this phase; explore calibrates from its statistics file in the work dir.
+    std::optional<Workbench> without_cle;
+    const auto try_rung = [&](const std::vector<AlgorithmEntry>& rung, bool with_cle) {
       QuantConfig trial = config;
+      if (!with_cle) std::erase_if(trial.algorithms, [](const AlgorithmEntry& a) { return a.name == "cle"; });
       trial.algorithms.insert(trial.algorithms.end(), rung.begin(), rung.end());
       const auto t0 = Clock::now();
-      Evaluation e = bench.evaluate(trial);
+      if (!with_cle && !without_cle) without_cle.emplace(workbench(trial));
+      Workbench& rung_bench = with_cle ? bench : *without_cle;
+      Evaluation e = rung_bench.evaluate(trial);
       RecoveryTrial row = trial_of(trial, e, seconds_since(t0));
-      const RecoveryRun& run = bench.last_recovery();
+      const RecoveryRun& run = rung_bench.last_recovery();
       if (run.reconstruction) row.reconstruction_seconds = run.reconstruction->seconds;
       if (run.bias_correction) {
         row.bias_correction_seconds = run.bias_correction->seconds;
@@ -467,14 +476,23 @@ class Guide {
       if (better(e, quantized)) {
         quantized = std::move(e);
         best_config = trial;
+        best_bench = &rung_bench;
         result.kept = result.trials.size() - 1;
       }
-      if (quantized.verdict.pass) break;
-      if (stop_requested()) break;
+      return !quantized.verdict.pass && !stop_requested();  // go on
+    };
+    bool go_on = true;
+    for (const auto& rung : recovery_ladder_) {
+      if (!(go_on = try_rung(rung, true))) break;
+    }
+    const bool has_cle = std::ranges::any_of(config.algorithms, [](const AlgorithmEntry& a) { return a.name == "cle"; });
+    for (const auto& rung : recovery_ladder_without_cle_) {
+      if (!go_on || !has_cle) break;
+      go_on = try_rung(rung, false);
     }
     if (result.kept > 0) {
       config = best_config;
-      write_quantized(bench, config, quantized);
+      write_quantized(*best_bench, config, quantized);
       result.model_path = work_file("quantized.onnx");
       result.config_path = work_file("quantized.config.json");
     }
@@ -517,6 +535,7 @@ class Guide {
       result.plan = make_plan(plan);
       config = result.plan->config;
       recovery_ladder_ = result.plan->recovery_ladder;
+      recovery_ladder_without_cle_ = result.plan->recovery_ladder_without_cle;
       if (analysis.architecture.type == Architecture::kUnknown) {
         log_warning(params_.setup.model_path + ": architecture unknown: the proposed config is the plan's draft for " +
                     to_string(plan.target) + "; review " + work_file("quantized.config.json") + " or give --config");
@@ -762,6 +781,7 @@ class Guide {
   const DeviceProfile* device_ = nullptr;
   GuideReport report_;
   std::vector<std::vector<AlgorithmEntry>> recovery_ladder_;  // the proposed config's plan's
+  std::vector<std::vector<AlgorithmEntry>> recovery_ladder_without_cle_;
   std::optional<AccuracyObjective> objective_;              // set once the workbench knows the task
   // --plugin: the workbench of the host's quantize and of validate/compile, the device with the
   // formats the plugin adds, and its compiler flags.

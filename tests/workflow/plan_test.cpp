@@ -253,12 +253,17 @@ TEST_F(PlanTest, TheRecoveryLadderAddsBiasCorrectionThenAdaRoundToIntegerPresets
   const AlgorithmEntry per_layer{.name = "bias_correction", .mode = BiasCorrectionMode::kLayer};
   const AlgorithmEntry whole_model{.name = "bias_correction", .mode = BiasCorrectionMode::kModel};
   EXPECT_EQ(npu.recovery_ladder, (Ladder{{per_layer}, {whole_model}, {{.name = "adaround"}}}));
+  // The plan's CLE is also measured away: AdaRound alone on statistics of its own.
+  EXPECT_EQ(npu.recovery_ladder_without_cle, (Ladder{{{.name = "adaround"}}}));
   EXPECT_EQ(decision(npu, "recovery ladder").value,
-            "cle + bias_correction (layer), then cle + bias_correction (model), then cle + adaround");
+            "cle + bias_correction (layer), then cle + bias_correction (model), then cle + adaround, then adaround");
   // In the file each rung is the algo_config list it adds.
   EXPECT_EQ(plan_to_json(npu)["recovery_ladder"],
             Json::parse(R"([[{"name": "bias_correction", "mode": "layer"}], [{"name": "bias_correction", "mode": "model"}],
                             [{"name": "adaround"}]])"));
+  EXPECT_EQ(plan_to_json(npu)["recovery_ladder_without_cle"], Json::parse(R"([[{"name": "adaround"}]])"));
+  save_plan(npu, path("npu.plan.json"));  // the schema knows both ladders
+  EXPECT_EQ(load_plan(path("npu.plan.json")), npu);
   EXPECT_NE(decision(npu, "recovery ladder").reason.find("adaround: up to 2 layers x 1000 Adam steps"), std::string::npos)
       << decision(npu, "recovery ladder").reason;
   // The rungs are not the plan's own algorithms: the config quantize --plan runs is unchanged.
@@ -266,11 +271,13 @@ TEST_F(PlanTest, TheRecoveryLadderAddsBiasCorrectionThenAdaRoundToIntegerPresets
 
   const QuantPlan mlp = make_plan(params(save(testing::matmul_chain(2), "mlp.onnx"), PlanTarget::kCpu));
   EXPECT_EQ(mlp.recovery_ladder, (Ladder{{{.name = "adaround"}}}));  // no bias to correct
+  EXPECT_TRUE(mlp.recovery_ladder_without_cle.empty());            // no CLE to leave out
 
   PlanParams asked = params(cnn, PlanTarget::kCpu);
   asked.algorithms = {"adaquant"};
   const QuantPlan adaquant = make_plan(asked);
   EXPECT_EQ(adaquant.recovery_ladder, (Ladder{{per_layer}, {whole_model}}));
+  EXPECT_TRUE(adaquant.recovery_ladder_without_cle.empty());
   save_plan(adaquant, path("adaquant.plan.json"));  // the schema knows adaquant
   EXPECT_EQ(load_plan(path("adaquant.plan.json")), adaquant);
 
@@ -283,10 +290,16 @@ TEST_F(PlanTest, TheRecoveryLadderAddsBiasCorrectionThenAdaRoundToIntegerPresets
   // A plan written before the ladder existed reads back with none.
   Json old = plan_to_json(npu);
   old.erase("recovery_ladder");
+  old.erase("recovery_ladder_without_cle");
   EXPECT_TRUE(plan_from_json(old, "old.plan.json").recovery_ladder.empty());
+  EXPECT_TRUE(plan_from_json(old, "old.plan.json").recovery_ladder_without_cle.empty());
   Json bad = plan_to_json(npu);
   bad["recovery_ladder"] = Json::parse(R"([[{"name": "cle"}]])");  // CLE runs before calibration: not a rung
   EXPECT_THROW(plan_from_json(bad, "bad.plan.json"), Error);
+  bad = plan_to_json(npu);
+  bad["recovery_ladder_without_cle"] = Json::parse(R"([[{"name": "cle"}]])");
+  EXPECT_THROW(plan_from_json(bad, "bad.plan.json"), Error);
+  bad = plan_to_json(npu);
   bad["recovery_ladder"] = Json::parse(R"([[{"name": "adaround", "num_iterations": 0}]])");  // the config's own check
   try {
     plan_from_json(bad, "bad.plan.json");
