@@ -170,6 +170,36 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
                                          const ReconstructionSettings& settings, const ReconstructionOptions& options,
                                          const std::string& label);
 
+struct ScaleSearchOptions {
+  SessionOptions session;          // accuracy_session()
+  std::vector<size_t> samples;     // indices of `source` to measure on (empty: every sample)
+  std::function<void(size_t done, size_t total)> progress;  // after each tensor
+  // The rewrite with the shifts found (tensor -> n): its loss on the same samples is measured
+  // and reported (ScaleSearchSummary::loss_rebuilt) as the check that the rewrite gives what
+  // the search measured. Unset: not checked.
+  std::function<onnx::ModelProto(const std::map<std::string, int>& shifts)> rebuild;
+};
+
+struct ScaleSearchSummary {
+  size_t tensors = 0;              // activations searched
+  std::map<std::string, int> shifts;  // tensor -> n: its range (and scale) times 2^n; only n != 0
+  size_t trials = 0;               // passes over the samples
+  size_t samples = 0;
+  double loss_before = 0;          // sum over float outputs of error power / output power
+  double loss_after = 0;
+  std::optional<double> loss_rebuilt;  // ScaleSearchOptions::rebuild's model's loss
+  double seconds = 0;
+  std::vector<std::string> notes;  // pairs not searched, or nothing to search
+};
+
+// Activation scale search (algorithms/scale_search.cpp): on `quantized` (a rewrite of a model
+// whose float form is `reference`), the power-of-two shift of each main-graph activation's
+// scale that lowers the model's output error on `source`, by coordinate descent in graph order.
+// Give the shifts to the rewrite as QuantizeOptions::activation_range_factors (2^n) and rewrite.
+ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, const onnx::ModelProto& reference,
+                                            const SampleSource& source, const ScaleSearchSettings& settings,
+                                            const ScaleSearchOptions& options, const std::string& label);
+
 // The op types (default domain) each algorithm works on, for what counts them (the plan's
 // costs and recovery ladder): bias correction's Conv/ConvTranspose/Gemm and AdaRound/AdaQuant's
 // Conv/ConvTranspose/Gemm/MatMul.

@@ -205,7 +205,7 @@ struct ExtraOptions {
 // an error naming the implemented ones; so is a parameter the algorithm does not take, a value
 // out of range, or adaround and adaquant together (both choose the same weights' codes).
 struct AlgorithmEntry {
-  std::string name;                  // "cle" | "bias_correction" | "adaround" | "adaquant" | "smoothquant"
+  std::string name;                  // "cle" | "bias_correction" | "adaround" | "adaquant" | "smoothquant" | "scale_search"
   std::optional<int64_t> cle_steps;  // cle only: >= 1, or -1 (unset: extra_options.CLESteps)
   std::optional<BiasCorrectionMode> mode;  // bias_correction only (unset: BiasCorrectionMode)
   // adaround and adaquant (unset: the method's defaults, ReconstructionSettings).
@@ -214,6 +214,10 @@ struct AlgorithmEntry {
   std::optional<double> reg_param;         // adaround only, >= 0
   std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
+  // scale_search only (unset: ScaleSearchSettings' defaults).
+  std::optional<int64_t> max_shift;        // >= 1
+  std::optional<int64_t> sweeps;           // >= 1
+  std::optional<int64_t> num_samples;      // >= 1, at most NumCalibSamples are there
   // An added pass's entry (add_pass): every key beside "name", as given; the pass reads them.
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
 
@@ -302,6 +306,16 @@ struct SmoothQuantSettings {
 
   bool operator==(const SmoothQuantSettings&) const = default;
 };
+// Activation scale search (algorithms/scale_search.cpp): each activation's scale moved by
+// powers of two, at most max_shift steps, where the model's output error on calibration
+// samples falls; `sweeps` passes over the tensors, on `samples` calibration samples.
+struct ScaleSearchSettings {
+  int64_t max_shift = 2;
+  int64_t sweeps = 1;
+  int64_t samples = 8;
+
+  bool operator==(const ScaleSearchSettings&) const = default;
+};
 // AdaRound / AdaQuant: `iterations` Adam steps per layer at `learning_rate` on the loss
 // ||W_q X^ - W X||^2 / columns of X (see ReconstructionTarget). AdaRound adds reg_param * sum(1 - |2h - 1|^beta) after the
 // first warm_start fraction of the steps, beta falling linearly from beta_start to beta_end.
@@ -333,11 +347,12 @@ struct PassCall {
 struct AlgorithmRecipe {
   std::optional<CleSettings> cle;
   std::optional<SmoothQuantSettings> smooth_quant;
+  std::optional<ScaleSearchSettings> scale_search;
   std::optional<ReconstructionSettings> reconstruction;
   std::optional<BiasCorrectionMode> bias_correction;
   std::vector<PassCall> passes;  // added passes, in algo_config order
 
-  bool empty() const { return !cle && !smooth_quant && !reconstruction && !bias_correction && passes.empty(); }
+  bool empty() const { return !cle && !smooth_quant && !scale_search && !reconstruction && !bias_correction && passes.empty(); }
   std::vector<PassCall> passes_of(PassStage stage) const;
   // "cle", "smoothquant", the float passes, "adaround" | "adaquant", "bias_correction", the
   // quantized passes: in the order they run

@@ -57,6 +57,7 @@ struct QuantizeReport {
   size_t nodes = 0, nodes_integer = 0, nodes_fp8 = 0, nodes_bf16 = 0, nodes_fp16 = 0, nodes_block = 0, nodes_float = 0;
   std::vector<std::string> float_weights;  // describe_float_weights: ops whose weights stay float, and why
   PrepareSummary prepare;                            // prepare.cle, prepare.smooth_quant: when they ran
+  std::optional<ScaleSearchSummary> scale_search;       // when the config asks for it
   std::optional<ReconstructionSummary> reconstruction;   // AdaRound/AdaQuant, when the config asks for it
   std::optional<BiasCorrectionSummary> bias_correction;  // when the config asks for it
   RewriteSummary rewrite;

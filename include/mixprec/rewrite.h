@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,9 @@ struct QuantizeOptions {
   bool ort_cpu_fusion = false;                      // extra_options.OrtCpuFusion (config.h)
   bool matmul_nbits = false;                        // extra_options.MatMulNBits (config.h)
   std::vector<PassCall> passes;                     // added kQuantized passes (config.h), last
+  // An activation's calibrated range times this factor before its parameters are chosen (the
+  // scale search's 2^n, algorithms.h): a power-of-two scale stays one. By tensor name.
+  std::map<std::string, float> activation_range_factors;
 };
 
 // The options a config's extra_options set (CalibMethod, ActivationSymmetric, Int32Bias,

@@ -14,6 +14,7 @@ constexpr const char* kBiasCorrectionParameters[] = {"mode"};
 constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target"};
 constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target"};
 constexpr const char* kSmoothQuantParameters[] = {"alpha"};
+constexpr const char* kScaleSearchParameters[] = {"max_shift", "sweeps", "num_samples"};
 
 // clang-format off
 constexpr AlgorithmRow kAlgorithms[] = {
@@ -22,6 +23,7 @@ constexpr AlgorithmRow kAlgorithms[] = {
   {"adaquant",        true,  kAdaQuantParameters},
   {"bias_correction", true,  kBiasCorrectionParameters},
   {"smoothquant",     true,  kSmoothQuantParameters},
+  {"scale_search",    true,  kScaleSearchParameters},  // mixprec's own: Quark has none
   // Quark's other names: known, so the message can say they are not implemented.
   {"gptq",            false, {}},
   {"quarot",          false, {}},
@@ -92,6 +94,7 @@ std::vector<std::string> AlgorithmRecipe::names() const {
   if (cle) out.emplace_back("cle");
   if (smooth_quant) out.emplace_back("smoothquant");
   add_passes(PassStage::kFloat);
+  if (scale_search) out.emplace_back("scale_search");
   if (reconstruction) out.emplace_back(reconstruction_method_names().name(reconstruction->method));
   if (bias_correction) out.emplace_back("bias_correction");
   add_passes(PassStage::kQuantized);
@@ -138,6 +141,11 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
       if (entry.cle_steps) recipe.cle->steps = *entry.cle_steps;  // parse_config checked they agree
     } else if (entry.name == "smoothquant") {
       recipe.smooth_quant = SmoothQuantSettings{.alpha = entry.alpha.value_or(extra.smooth_alpha)};  // checked to agree
+    } else if (entry.name == "scale_search") {
+      ScaleSearchSettings& settings = recipe.scale_search.emplace();
+      settings.max_shift = entry.max_shift.value_or(settings.max_shift);
+      settings.sweeps = entry.sweeps.value_or(settings.sweeps);
+      settings.samples = entry.num_samples.value_or(settings.samples);
     } else if (entry.name == "bias_correction") {
       recipe.bias_correction = entry.mode.value_or(extra.bias_correction_mode);
     } else if (const auto method = reconstruction_method_names().from_name(entry.name)) {

@@ -583,6 +583,7 @@ Json exclude_to_json(const ExcludeConfig& exclude, const Where& at) {
 Json algorithm_to_json(const AlgorithmEntry& entry, const Where& at) {
   if (entry.mode) no_equivalent(at / "mode", "Quark's bias correction takes no parameters");
   if (entry.target) no_equivalent(at / "target", std::string("Quark's ") + entry.name + " has no target");
+  if (entry.name == "scale_search") no_equivalent(at / "name", "Quark has no activation scale search (mixprec's own)");
   const quark::AlgorithmRow* row = quark::find_algorithm_by_mixprec_name(entry.name);
   Json json = {{"name", row ? row->name : entry.name.c_str()}};
   if (entry.cle_steps) json["cle_steps"] = *entry.cle_steps;

@@ -1,6 +1,8 @@
 // recover_accuracy and the learned-weights stores (evaluation/recovery.h).
 #include "evaluation/recovery.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -32,15 +34,33 @@ std::string data_identity(const DataSpec& data, const SampleSource& source) {
 RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrite, const AlgorithmRecipe& recipe,
                              const std::vector<NodeAssignment>& assignment, const EvaluationSetup& setup,
                              size_t calibration_samples, const SessionOptions& session, LearnedWeightStore* store,
-                             const std::string& label) {
+                             std::map<std::string, float>& range_factors, const std::string& label) {
   RecoveryRun run;
-  if (!recipe.reconstruction && !recipe.bias_correction) return run;
+  if (!recipe.scale_search && !recipe.reconstruction && !recipe.bias_correction) return run;
   const DataSpec data = calibration_data(setup, calibration_samples);
   const auto source = [&] {
     const Session probe = Session::from_model(prepared, label, session);
     return open_samples(data, probe.inputs(), label);
   }();
   const std::vector<size_t> subset = spread_subset(source->size(), calibration_samples, data.data.seed);
+  if (recipe.scale_search) {
+    const size_t wanted = std::min(subset.size(), static_cast<size_t>(recipe.scale_search->samples));
+    std::vector<size_t> chosen;
+    for (size_t i : spread_subset(subset.size(), wanted, data.data.seed)) chosen.push_back(subset[i]);
+    run.scale_search = search_activation_scales(rewrite(prepared), prepared, *source, *recipe.scale_search,
+                                                {.session = session,
+                                                 .samples = chosen,
+                                                 .progress = setup.progress,
+                                                 .rebuild =
+                                                     [&](const std::map<std::string, int>& shifts) {
+                                                       for (const auto& [tensor, n] : shifts) {
+                                                         range_factors[tensor] = std::ldexp(1.0f, n);
+                                                       }
+                                                       return rewrite(prepared);
+                                                     }},
+                                                label);
+    run.changed = !run.scale_search->shifts.empty();
+  }
   if (recipe.reconstruction) {
     run.reconstruction = reconstruct_layers(prepared, rewrite, *source, *recipe.reconstruction,
                                             {.session = session,
@@ -50,7 +70,7 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
                                              .store = store,
                                              .data = store ? data_identity(data, *source) : std::string()},
                                             label);
-    run.changed = run.reconstruction->layers > 0;
+    run.changed = run.changed || run.reconstruction->layers > 0;
   }
   if (recipe.bias_correction) {
     run.bias_correction =

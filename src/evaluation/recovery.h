@@ -29,17 +29,20 @@
 namespace mixprec {
 
 struct RecoveryRun {
+  std::optional<ScaleSearchSummary> scale_search;
   std::optional<ReconstructionSummary> reconstruction;
   std::optional<BiasCorrectionSummary> bias_correction;
   bool changed = false;  // prepared was changed: rewrite it again
 };
 
-// Runs `recipe`'s reconstruction and bias correction on `prepared` (in place). Nothing to run:
-// an empty result.
+// Runs `recipe`'s scale search, reconstruction and bias correction on `prepared` (in place).
+// The scale search's factors go into `range_factors`, which must be the map the `rewrite`
+// reads (its QuantizeOptions::activation_range_factors), so that the algorithms after it and
+// the caller's last rewrite see them. Nothing to run: an empty result.
 RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrite, const AlgorithmRecipe& recipe,
                              const std::vector<NodeAssignment>& assignment, const EvaluationSetup& setup,
                              size_t calibration_samples, const SessionOptions& session, LearnedWeightStore* store,
-                             const std::string& label);
+                             std::map<std::string, float>& range_factors, const std::string& label);
 
 // Learned weights in files under `dir` (created on the first store): DIR/KEY.f32, a text header
 // line then the floats. A file that cannot be read back whole is not used (a warning says so)

@@ -338,13 +338,33 @@ onnx::ModelProto Workbench::build(const QuantConfig& config) {
     ranks_ = rank_table(prepared_, label, stats_);
   }
   const auto assignment = assign_layers(config, prepared_, label);
-  const QuantizeOptions options = quantize_options(config);
+  QuantizeOptions options = quantize_options(config);
   const RewriteFn rewrite = [&](const onnx::ModelProto& model) {
     return quantize_model(model, assignment, stats_, options, label, rank_lookup(ranks_));
   };
-  const AlgorithmRecipe recipe = algorithm_recipe(config);
+  AlgorithmRecipe recipe = algorithm_recipe(config);
   last_recovery_ = {};
-  if (!recipe.reconstruction && !recipe.bias_correction) return rewrite(prepared_);
+  std::string factors_key;
+  if (recipe.scale_search) {
+    // What the search depends on: the formats, the statistics' options and the algorithms that
+    // run before it; not the per-layer choices, nor AdaRound / AdaQuant and bias correction after it.
+    QuantConfig global = config;
+    global.specific.clear();
+    global.layer_types.clear();
+    global.exclude = {};
+    std::erase_if(global.algorithms, [](const AlgorithmEntry& a) {
+      return a.name == "bias_correction" || reconstruction_method_names().from_name(a.name).has_value();
+    });
+    global.extra.bias_correction = false;
+    global.extra.include_fast_ft = false;
+    global.extra.fast_finetune = {};
+    factors_key = config_to_json(global).dump();
+    if (const auto known = range_factors_.find(factors_key); known != range_factors_.end()) {
+      options.activation_range_factors = known->second;
+      recipe.scale_search.reset();
+    }
+  }
+  if (!recipe.scale_search && !recipe.reconstruction && !recipe.bias_correction) return rewrite(prepared_);
   // AdaRound / AdaQuant and bias correction on a copy, the learned weights kept in the store.
   if (!learned_) {
     if (setup_.work_dir.empty()) {
@@ -355,7 +375,9 @@ onnx::ModelProto Workbench::build(const QuantConfig& config) {
   }
   onnx::ModelProto improved = prepared_;
   last_recovery_ = recover_accuracy(improved, rewrite, recipe, assignment, setup_,
-                                    static_cast<size_t>(config.extra.num_calib_samples), session_, learned_.get(), label);
+                                    static_cast<size_t>(config.extra.num_calib_samples), session_, learned_.get(),
+                                    options.activation_range_factors, label);
+  if (last_recovery_.scale_search) range_factors_[factors_key] = options.activation_range_factors;
   return rewrite(improved);
 }
 

@@ -158,6 +158,11 @@ class Workbench {
   size_t evaluations_ = 0;
   std::unique_ptr<LearnedWeightStore> learned_;  // AdaRound's layers (the work dir's, else in memory)
   RecoveryRun last_recovery_;
+  // The scale search's factors by the config they were searched for without its per-layer
+  // choices and the algorithms that run after it: measured once, on the first build, and kept
+  // for the search's steps and the other rungs like the statistics (a lifted layer's tensors
+  // just lose theirs).
+  std::map<std::string, std::map<std::string, float>> range_factors_;
   std::optional<MacEstimate> macs_;
   std::map<std::string, std::unique_ptr<CostModel>> cost_models_;  // by device name
   std::map<std::string, double> full_bf16_time_;                   // by device name

@@ -163,7 +163,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
     report.data_description = stats.data_description;
   }
 
-  const QuantizeOptions options = quantize_options(config);
+  QuantizeOptions options = quantize_options(config);  // the scale search adds its factors
   // Ranks seen by calibration first (exact); without a calibration pass, one run on the first
   // sample of the given data (or one seeded random sample when every input shape is known).
   std::optional<NamedTensors> rank_sample;
@@ -184,7 +184,7 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
   const std::optional<BiasCorrectionMode> correct_biases = recipe.bias_correction;
   // The algorithms after the rewrite change the prepared model and rewrite it again: keep it then.
   std::optional<onnx::ModelProto> kept;
-  if (recipe.reconstruction || (correct_biases && needs_stats)) kept = prepared;
+  if (recipe.scale_search || recipe.reconstruction || (correct_biases && needs_stats)) kept = prepared;
   onnx::ModelProto quantized;
   try {
     quantized = quantize_model(std::move(prepared), assignment, stats, options, label, rank_lookup(ranks), &report.rewrite);
@@ -200,7 +200,9 @@ QuantizeReport quantize_job(const QuantizeParams& params) {
       return quantize_model(candidate, assignment, stats, options, label, rank_lookup(ranks));
     };
     RecoveryRun run = recover_accuracy(*kept, rewrite, recipe, assignment, params.setup,
-                                       static_cast<size_t>(config.extra.num_calib_samples), session, nullptr, label);
+                                       static_cast<size_t>(config.extra.num_calib_samples), session, nullptr,
+                                       options.activation_range_factors, label);
+    report.scale_search = std::move(run.scale_search);
     report.reconstruction = std::move(run.reconstruction);
     report.bias_correction = std::move(run.bias_correction);
     if (run.changed) {

@@ -42,6 +42,7 @@ constexpr AlgorithmTraits kAlgorithms[] = {
     {"adaround", true, "learn each weight's rounding direction on calibration data (AdaRound)"},
     {"adaquant", true, "learn each layer's quantized weights on calibration data (AdaQuant)"},
     {"smoothquant", true, "move activation outliers into the weights of the following MatMul (SmoothQuant, alpha 0.5)"},
+    {"scale_search", true, "move each activation's scale by powers of two where the model's output error on calibration data falls"},
     {"gptq", false, "quantize weights column by column, compensating the error with second-order information"},
 };
 
@@ -333,6 +334,10 @@ class Planner {
       reasons.push_back("smoothquant cost: one float pass over the calibration samples for the activation ranges of up to " +
                         std::to_string(matmuls) + " MatMul/Gemm layers, then exact weight rescaling" +
                         (matmuls == 0 ? " (the model has none: it will be a note, not a change)" : ""));
+    }
+    if (listed("scale_search")) {
+      reasons.push_back("scale_search cost: about two runs of the model on 8 calibration samples per activation "
+                        "(measured: the PP-OCR detector at 320x320, 249 activations, 511 runs in 140 s on 2 cores)");
     }
     const bool transformer_like = plan_.architecture == Architecture::kTransformer || plan_.architecture == Architecture::kHybrid;
     if (transformer_like && listed("cle")) {

@@ -1,6 +1,7 @@
 #include "mixprec/jobs_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -73,6 +74,18 @@ std::string quantize_text(const QuantizeReport& r) {
     for (const auto& note : sq->notes) out << "note         " << note << "\n";
   }
   for (const auto& pass : r.prepare.passes) out << "pass         " << pass << " (on the float model)\n";
+  if (const auto& ss = r.scale_search) {
+    // The loss is the output error power over the output power: -10 log10 of it is an SQNR.
+    const auto db = [](double loss) { return loss > 0 ? fixed(-10 * std::log10(loss)) + " dB" : std::string("exact"); };
+    const auto finer = std::ranges::count_if(ss->shifts, [](const auto& s) { return s.second < 0; });
+    out << "scale search " << ss->shifts.size() << " of " << ss->tensors << " activation scales moved (" << finer
+        << " finer, " << ss->shifts.size() - static_cast<size_t>(finer) << " coarser) on " << ss->samples
+        << " samples in " << ss->trials << " trials, output SQNR " << db(ss->loss_before) << " -> " << db(ss->loss_after)
+        << " (summed over outputs)";
+    if (ss->loss_rebuilt) out << ", " << db(*ss->loss_rebuilt) << " rewritten";
+    out << ", " << fixed(ss->seconds) << " s\n";
+    for (const auto& note : ss->notes) out << "note         " << note << "\n";
+  }
   if (const auto& rc = r.reconstruction) {
     double nearest = 0, learned = 0;
     for (const auto& layer : rc->per_layer) {

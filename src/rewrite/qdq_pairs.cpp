@@ -56,7 +56,9 @@ ActivationSpecs::ActivationSpecs(const onnx::GraphProto& body, const ActivationS
 ResolvedSpec ActivationSpecs::resolve(const std::string& tensor, const TensorQuantSpec& spec) const {
   if (!format_traits(spec.format).is_qdq) return {spec.format, {}};
   if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) {
-    return resolve_stats(it->second, spec, model_->bounded.contains(tensor));
+    const auto factor = options_.activation_range_factors.find(tensor);
+    return resolve_stats(it->second, spec, model_->bounded.contains(tensor),
+                         factor == options_.activation_range_factors.end() ? 1.0f : factor->second);
   }
   if (const auto it = constant_stats_.find(tensor); it != constant_stats_.end()) return resolve_stats(it->second, spec);
   const onnx::TensorProto* constant = initializer(tensor);
@@ -75,7 +77,8 @@ ResolvedSpec ActivationSpecs::resolve_values(std::span<const float> values, cons
   return resolve_stats(collector.stats(), spec);
 }
 
-ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded) const {
+ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded,
+                                            float factor) const {
   ResolvedSpec out{spec.format, {}};
   const FormatTraits& traits = format_traits(spec.format);
   if (!traits.is_qdq) return out;
@@ -95,6 +98,8 @@ ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const Tens
     range.min = std::min(range.min, stats.min);
     range.max = std::max(range.max, stats.max);
   }
+  range.min *= factor;
+  range.max *= factor;
   out.params = choose_params(spec.format, range.min, range.max,
                              {.symmetric = symmetric, .power_of_two = calib_method_traits(method).power_of_two});
   return out;

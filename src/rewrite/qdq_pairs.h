@@ -73,8 +73,10 @@ class ActivationSpecs {
   bool is_float_initializer(const std::string& name) const;
 
  private:
-  // `bounded`: the tensor is the output of a bounded activation (ir::kBoundedOutput).
-  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded = false) const;
+  // `bounded`: the tensor is the output of a bounded activation (ir::kBoundedOutput); `factor`:
+  // QuantizeOptions::activation_range_factors' for it.
+  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded = false,
+                             float factor = 1.0f) const;
 
   const CalibrationStats& stats_;
   const QuantizeOptions& options_;

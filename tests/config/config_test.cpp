@@ -258,11 +258,29 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
   EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
 }
 
+TEST(ConfigJsonTest, ScaleSearchTakesItsParametersAndIsNotWrittenInQuarksShape) {
+  const QuantConfig listed =
+      parse(R"({"algo_config": [{"name": "adaround"}, {"name": "scale_search", "max_shift": 1, "num_samples": 16}]})");
+  const AlgorithmRecipe recipe = algorithm_recipe(listed);
+  ASSERT_TRUE(recipe.scale_search);
+  EXPECT_EQ(*recipe.scale_search, (ScaleSearchSettings{.max_shift = 1, .sweeps = 1, .samples = 16}));
+  EXPECT_EQ(recipe.names(), (std::vector<std::string>{"scale_search", "adaround"}));  // the order they run
+  EXPECT_EQ(parse_config(config_to_json(listed), kLabel), listed);
+  EXPECT_EQ(algorithm_recipe(parse(R"({"algo_config": [{"name": "scale_search"}]})")).scale_search, ScaleSearchSettings{});
+  try {
+    config_to_json(listed, ConfigShape::kQuark);
+    ADD_FAILURE() << "Quark has no scale search";
+  } catch (const Error& e) {
+    EXPECT_PRED2(contains, e.message(), "algo_config[1].name");
+    EXPECT_PRED2(contains, e.message(), "Quark has no activation scale search");
+  }
+}
+
 TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"algo_config": [{"name": "magic"}]})",
        "algo_config[0].name names an unknown algorithm \"magic\" (known: cle, adaround, adaquant, bias_correction, "
-       "smoothquant)"},
+       "smoothquant, scale_search)"},
       {R"({"algo_config": [{"name": "gptq"}]})", "\"gptq\", which mixprec does not implement yet"},
       {R"({"algo_config": [{"name": "smoothquant", "alpha": -0.1}]})", "algo_config[0].alpha must be in [0, 1]"},
       {R"({"extra_options": {"SmoothAlpha": 1.5}})", "extra_options.SmoothAlpha must be in [0, 1]"},
@@ -299,6 +317,9 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
       {R"({"algo_config": [{"name": "cle", "cle_steps": 2}], "extra_options": {"CLESteps": 3}})",
        "algo_config[0].cle_steps is 2 but extra_options.CLESteps is 3"},
       {R"({"extra_options": {"CLESteps": -2}})", "extra_options.CLESteps must be at least 1, or -1"},
+      {R"({"algo_config": [{"name": "scale_search", "max_shift": 0}]})", "algo_config[0].max_shift must be at least 1"},
+      {R"({"algo_config": [{"name": "scale_search", "alpha": 0.5}]})",
+       "algo_config[0].alpha is not a parameter of scale_search (known: max_shift, sweeps, num_samples)"},
   };
   for (const auto& [text, expected] : cases) EXPECT_PRED2(contains, parse_error(text), expected) << text;
 }

@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mixprec/algorithms.h"
+#include "mixprec/rewrite.h"
+#include "mixprec/tensor_proto.h"
+#include "support/model_builder.h"
+
+namespace mixprec {
+namespace {
+
+using onnx::TensorProto;
+using testing::ModelBuilder;
+
+// One sample: x1 and x2, each [1, 8], the same values.
+class TwoInputs : public SampleSource {
+ public:
+  explicit TwoInputs(std::vector<float> values) : values_(std::move(values)) {}
+  size_t size() const override { return 1; }
+  NamedTensors sample(size_t) const override {
+    return {{"x1", Tensor::from_floats({1, 8}, values_)}, {"x2", Tensor::from_floats({1, 8}, values_)}};
+  }
+  std::string describe() const override { return "1 fixed sample"; }
+
+ private:
+  std::vector<float> values_;
+};
+
+const std::vector<float> kValues = {0.1f, -0.3f, 0.45f, 0.7f, -0.9f, 3.0f, 0.05f, -0.02f};
+
+// x1 -> Identity -> y1, x2 -> Identity -> y2.
+onnx::ModelProto float_model() {
+  return ModelBuilder()
+      .add_input("x1", TensorProto::FLOAT, {1, 8})
+      .add_input("x2", TensorProto::FLOAT, {1, 8})
+      .add_node("Identity", {"x1"}, {"y1"}, {}, "id1")
+      .add_node("Identity", {"x2"}, {"y2"}, {}, "id2")
+      .add_output("y1", TensorProto::FLOAT, {1, 8})
+      .add_output("y2", TensorProto::FLOAT, {1, 8})
+      .build();
+}
+
+// The same with x1 through int8 Q/DQ at scale s1 and x2 at s2 (zero point 0).
+onnx::ModelProto quantized_model(float s1, float s2) {
+  return ModelBuilder()
+      .add_input("x1", TensorProto::FLOAT, {1, 8})
+      .add_input("x2", TensorProto::FLOAT, {1, 8})
+      .add_initializer("s1", {}, {s1})
+      .add_initializer("s2", {}, {s2})
+      .add_initializer_i8("z", {}, {0})
+      .add_node("QuantizeLinear", {"x1", "s1", "z"}, {"q1"}, {}, "id1/q")
+      .add_node("DequantizeLinear", {"q1", "s1", "z"}, {"d1"}, {}, "id1/dq")
+      .add_node("QuantizeLinear", {"x2", "s2", "z"}, {"q2"}, {}, "id2/q")
+      .add_node("DequantizeLinear", {"q2", "s2", "z"}, {"d2"}, {}, "id2/dq")
+      .add_node("Identity", {"d1"}, {"y1"}, {}, "id1")
+      .add_node("Identity", {"d2"}, {"y2"}, {}, "id2")
+      .add_output("y1", TensorProto::FLOAT, {1, 8})
+      .add_output("y2", TensorProto::FLOAT, {1, 8})
+      .build();
+}
+
+// sum (QDQ(x, s) - x)^2 / sum x^2 on kValues, worked by hand (round half to even, clamp to
+// [-128, 127]): the outlier 3.0 clips below s = 2^-5 (127 s = 3.97), the small values lose
+// resolution above it.
+//   s = 2^-8: 0.6101730    s = 2^-7: 0.3801240    s = 2^-6: 0.0972741
+//   s = 2^-5: 7.823255e-5  s = 2^-4: 2.145134e-4  s = 2^-3: 1.098497e-3
+TEST(ScaleSearch, EachScaleMovesToTheStepWithTheLeastOutputErrorWithinMaxShift) {
+  const TwoInputs source(kValues);
+  // x1 starts two steps too coarse (2^-3), x2 two steps too fine (2^-7): with max_shift 2 both
+  // reach 2^-5; x1 moves down and stops at the limit, x2 tries down (worse), then goes up.
+  const ScaleSearchSummary s = search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source,
+                                                        {.max_shift = 2}, {}, "test");
+  EXPECT_EQ(s.tensors, 2u);
+  EXPECT_EQ(s.shifts, (std::map<std::string, int>{{"x1", -2}, {"x2", 2}}));
+  EXPECT_NEAR(s.loss_before, 1.098497e-3 + 0.3801240, 1e-6);
+  EXPECT_NEAR(s.loss_after, 2 * 7.823255e-5, 1e-8);
+  // 1 start + x1: 2^-4, 2^-5 + x2: 2^-8 (worse), 2^-6, 2^-5.
+  EXPECT_EQ(s.trials, 6u);
+  EXPECT_EQ(s.samples, 1u);
+  EXPECT_TRUE(s.notes.empty());
+
+  // max_shift 1 stops one step short on both sides.
+  const ScaleSearchSummary one = search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source,
+                                                          {.max_shift = 1}, {}, "test");
+  EXPECT_EQ(one.shifts, (std::map<std::string, int>{{"x1", -1}, {"x2", 1}}));
+  EXPECT_NEAR(one.loss_after, 2.145134e-4 + 0.0972741, 1e-6);
+}
+
+TEST(ScaleSearch, TheRebuiltModelIsMeasuredOnTheSameSamples) {
+  const TwoInputs source(kValues);
+  ScaleSearchOptions options;
+  std::map<std::string, int> asked;
+  // The "rewrite" applies the shifts as the real one does: the scale times 2^n.
+  options.rebuild = [&](const std::map<std::string, int>& shifts) {
+    asked = shifts;
+    const auto scale = [&](const char* t, float s) { return shifts.count(t) ? std::ldexp(s, shifts.at(t)) : s; };
+    return quantized_model(scale("x1", 0.125f), scale("x2", 0.0078125f));
+  };
+  const ScaleSearchSummary s =
+      search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source, {}, options, "test");
+  EXPECT_EQ(asked, s.shifts);
+  ASSERT_TRUE(s.loss_rebuilt.has_value());
+  EXPECT_DOUBLE_EQ(*s.loss_rebuilt, s.loss_after);
+}
+
+TEST(ScaleSearch, AModelWithoutActivationPairsIsANoteNotAnError) {
+  const TwoInputs source(kValues);
+  const ScaleSearchSummary s = search_activation_scales(float_model(), float_model(), source, {}, {}, "test");
+  EXPECT_EQ(s.tensors, 0u);
+  EXPECT_TRUE(s.shifts.empty());
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("nothing searched"), std::string::npos) << s.notes[0];
+}
+
+// The rewrite's side: a range factor of 2^n moves a power-of-two activation scale by exactly n
+// steps, and only that tensor's.
+TEST(ScaleSearch, RangeFactorsMoveTheRewritesPowerOfTwoScales) {
+  const onnx::ModelProto model = float_model();
+  CalibrationStats stats;
+  for (const char* name : {"x1", "x2"}) {
+    StatsCollector c;
+    c.update(kValues);
+    stats.tensors[name] = c.stats();
+  }
+  TensorQuantSpec spec{.format = FormatId::kXInt8};
+  LayerConfig layer;
+  layer.input_tensors = spec;
+  std::vector<NodeAssignment> assignment = {{.node_name = "id1", .op_type = "Identity", .config = layer}, {.node_name = "id2", .op_type = "Identity", .config = layer}};
+  QuantizeOptions options{.calib_method = CalibMethod::kPowerOfTwoNonOverflow};
+  const auto scale_of = [](const onnx::ModelProto& m, const std::string& tensor) {
+    for (const auto& node : m.graph().node()) {
+      if (node.op_type() != "QuantizeLinear" || node.input(0) != tensor) continue;
+      for (const auto& init : m.graph().initializer()) {
+        if (init.name() == node.input(1)) return tensor_from_proto(init, "test").to_floats().at(0);
+      }
+    }
+    return -1.0f;
+  };
+  const onnx::ModelProto plain = quantize_model(model, assignment, stats, options, "test");
+  // MinMax 3.0 over 127 codes rounded up to a power of two: 2^-5.
+  EXPECT_EQ(scale_of(plain, "x1"), 0.03125f);
+  options.activation_range_factors = {{"x1", 4.0f}};
+  const onnx::ModelProto moved = quantize_model(model, assignment, stats, options, "test");
+  EXPECT_EQ(scale_of(moved, "x1"), 0.125f);
+  EXPECT_EQ(scale_of(moved, "x2"), 0.03125f);
+}
+
+}  // namespace
+}  // namespace mixprec
