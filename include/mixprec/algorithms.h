@@ -172,7 +172,10 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
 
 struct ScaleSearchOptions {
   SessionOptions session;          // accuracy_session()
-  std::vector<size_t> samples;     // indices of `source` to measure on (empty: every sample)
+  std::vector<size_t> samples;     // indices of `source` to search on (empty: every sample)
+  // Indices of other samples of `source` that judge the result: shifts that do not lower their
+  // output error are not kept (a note says so). Empty: not judged.
+  std::vector<size_t> validation;
   std::function<void(size_t done, size_t total)> progress;  // after each tensor
   // The rewrite with the shifts found (tensor -> n): its loss on the same samples is measured
   // and reported (ScaleSearchSummary::loss_rebuilt) as the check that the rewrite gives what
@@ -188,6 +191,10 @@ struct ScaleSearchSummary {
   double loss_before = 0;          // sum over float outputs of error power / output power
   double loss_after = 0;
   std::optional<double> loss_rebuilt;  // ScaleSearchOptions::rebuild's model's loss
+  size_t validation_samples = 0;
+  std::optional<double> validation_before;  // the held-out samples' loss without and with the shifts found
+  std::optional<double> validation_after;
+  bool rejected = false;           // the held-out samples did not gain: shifts is empty
   double seconds = 0;
   std::vector<std::string> notes;  // pairs not searched, or nothing to search
 };

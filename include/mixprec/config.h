@@ -218,6 +218,7 @@ struct AlgorithmEntry {
   std::optional<int64_t> max_shift;        // >= 1
   std::optional<int64_t> sweeps;           // >= 1
   std::optional<int64_t> num_samples;      // >= 1, at most NumCalibSamples are there
+  std::optional<bool> finer;
   // An added pass's entry (add_pass): every key beside "name", as given; the pass reads them.
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
 
@@ -309,10 +310,12 @@ struct SmoothQuantSettings {
 // Activation scale search (algorithms/scale_search.cpp): each activation's scale moved by
 // powers of two, at most max_shift steps, where the model's output error on calibration
 // samples falls; `sweeps` passes over the tensors, on `samples` calibration samples.
+// `finer`: finer scales are tried too (more clipping); without, only coarser ones.
 struct ScaleSearchSettings {
   int64_t max_shift = 2;
   int64_t sweeps = 1;
   int64_t samples = 8;
+  bool finer = true;
 
   bool operator==(const ScaleSearchSettings&) const = default;
 };

@@ -17,7 +17,7 @@
 // one session runs it; a trial feeds the scales and runs the samples. The loss is the output
 // error power over the float model's output power, summed over the float outputs (1 / SQNR per
 // output: outputs of any magnitude weigh alike), over every sample, the float outputs computed
-// once. A move is kept only when it lowers the loss and raises it on neither half of the samples
+// once. Only coarser steps unless ScaleSearchSettings::finer (config.h says why). A move is kept only when it lowers the loss and raises it on neither half of the samples
 // (even and odd ones): with one sample set the search fits the pictures it sees (on the
 // detector at 320x320, 8 pictures: output SQNR 2.2 -> 11.6 dB there, and the evaluation
 // pictures' PSNR fell 18.6 -> 18.2 dB). Tensors go in graph order (the order the rewrite wrote their pairs); each tries one step
@@ -32,6 +32,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "common/timing.h"
 #include "mixprec/algorithms.h"
@@ -104,6 +105,32 @@ struct Loss {
     return total < other.total && half[0] <= other.half[0] && half[1] <= other.half[1];
   }
 };
+
+// Samples, the float model's outputs on them, and the outputs' power per half (even, odd
+// samples) and float output.
+struct SampleSet {
+  std::vector<NamedTensors> inputs;
+  std::vector<NamedTensors> wanted;
+  std::array<std::vector<double>, 2> energy;
+};
+
+SampleSet sample_set(const Session& floats, const SampleSource& source, const std::vector<size_t>& indices) {
+  SampleSet set;
+  for (size_t index : indices) {
+    set.inputs.push_back(source.sample(index));
+    set.wanted.push_back(floats.run(set.inputs.back()));
+  }
+  for (size_t s = 0; s < set.wanted.size(); ++s) {
+    std::vector<double>& half = set.energy[s % 2];
+    half.resize(set.wanted[s].size(), 0.0);
+    for (size_t o = 0; o < set.wanted[s].size(); ++o) {
+      if (set.wanted[s][o].second.dtype() != DType::kFloat32) continue;
+      for (float v : set.wanted[s][o].second.as<float>()) half[o] += static_cast<double>(v) * v;
+    }
+  }
+  set.energy[1].resize(set.energy[0].size(), 0.0);
+  return set;
+}
 
 // The pairs nested in bodies, which the search does not reach.
 size_t body_pairs(const onnx::GraphProto& graph) {
@@ -197,51 +224,35 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
     if (fed.count(name) && !still_read.count(name)) graph.mutable_initializer()->DeleteSubrange(i, 1);
   }
 
-  // The samples and the float model's outputs, once.
+  // The samples and the float model's outputs, once: those searched on, and those held out.
   std::vector<size_t> indices = options.samples;
   if (indices.empty()) {
     for (size_t i = 0; i < source.size(); ++i) indices.push_back(i);
   }
-  std::vector<NamedTensors> inputs;
-  std::vector<NamedTensors> wanted;
-  {
-    const Session floats = Session::from_model(reference, label, options.session);
-    for (size_t index : indices) {
-      inputs.push_back(source.sample(index));
-      wanted.push_back(floats.run(inputs.back()));
-    }
-  }
+  const Session floats = Session::from_model(reference, label, options.session);
+  const SampleSet searched_on = sample_set(floats, source, indices);
+  const SampleSet held_out = sample_set(floats, source, options.validation);
   summary.samples = indices.size();
-  // Per half (even and odd samples) and float output, the output power.
-  std::array<std::vector<double>, 2> energy;
-  for (size_t s = 0; s < wanted.size(); ++s) {
-    std::vector<double>& half = energy[s % 2];
-    half.resize(wanted[s].size(), 0.0);
-    for (size_t o = 0; o < wanted[s].size(); ++o) {
-      if (wanted[s][o].second.dtype() != DType::kFloat32) continue;
-      for (float v : wanted[s][o].second.as<float>()) half[o] += static_cast<double>(v) * v;
-    }
-  }
-  energy[1].resize(energy[0].size(), 0.0);
+  summary.validation_samples = options.validation.size();
 
   std::vector<int> shift(tensors.size(), 0);
-  // The loss of `session`'s outputs (the scales fed when `with_scales`): the whole one, and the
-  // even and the odd samples' alone.
-  const auto loss_of = [&](const Session& session, bool with_scales) {
-    std::array<std::vector<double>, 2> error{std::vector<double>(energy[0].size(), 0.0),
-                                             std::vector<double>(energy[0].size(), 0.0)};
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      NamedTensors feed = inputs[s];
+  // The loss of `session`'s outputs on `set` (the scales fed when `with_scales`).
+  const auto loss_of = [&](const Session& session, const SampleSet& set, bool with_scales) {
+    std::array<std::vector<double>, 2> error{std::vector<double>(set.energy[0].size(), 0.0),
+                                             std::vector<double>(set.energy[0].size(), 0.0)};
+    for (size_t s = 0; s < set.inputs.size(); ++s) {
+      NamedTensors feed = set.inputs[s];
       for (const Feed& f : feeds) {
         if (!with_scales) break;
         const float value = std::ldexp(f.value, shift[f.tensor]);
         feed.emplace_back(f.input, Tensor::from_floats({}, std::span<const float>(&value, 1)));
       }
       const NamedTensors got = session.run(feed);
-      for (size_t o = 0; o < got.size() && o < wanted[s].size(); ++o) {
-        if (wanted[s][o].second.dtype() != DType::kFloat32) continue;
+      const NamedTensors& wanted = set.wanted[s];
+      for (size_t o = 0; o < got.size() && o < wanted.size(); ++o) {
+        if (wanted[o].second.dtype() != DType::kFloat32) continue;
         const auto a = got[o].second.as<float>();
-        const auto b = wanted[s][o].second.as<float>();
+        const auto b = wanted[o].second.as<float>();
         for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
           const double d = static_cast<double>(a[i]) - b[i];
           error[s % 2][o] += d * d;
@@ -250,16 +261,16 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
     }
     const auto ratio = [](double e, double p) { return p > 0 ? e / p : e; };
     Loss out;
-    for (size_t o = 0; o < energy[0].size(); ++o) {
-      out.total += ratio(error[0][o] + error[1][o], energy[0][o] + energy[1][o]);
-      for (size_t h = 0; h < 2; ++h) out.half[h] += ratio(error[h][o], energy[h][o]);
+    for (size_t o = 0; o < set.energy[0].size(); ++o) {
+      out.total += ratio(error[0][o] + error[1][o], set.energy[0][o] + set.energy[1][o]);
+      for (size_t h = 0; h < 2; ++h) out.half[h] += ratio(error[h][o], set.energy[h][o]);
     }
     return out;
   };
   const Session session = Session::from_model(searched, label, options.session);
   const auto loss = [&] {
     ++summary.trials;
-    return loss_of(session, true);
+    return loss_of(session, searched_on, true);
   };
 
   Loss best = loss();
@@ -269,6 +280,7 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
     bool moved = false;
     for (size_t t = 0; t < tensors.size(); ++t) {
       for (int direction : {-1, +1}) {
+        if (direction < 0 && !settings.finer) continue;
         bool improved = false;
         while (std::abs(shift[t] + direction) <= settings.max_shift) {
           shift[t] += direction;
@@ -292,12 +304,26 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
   }
   summary.loss_after = best.total;
   summary.tensors = tensors.size();
+  // The held-out samples judge the shifts: when they do not gain, none is kept.
+  if (!held_out.inputs.empty() && std::ranges::any_of(shift, [](int n) { return n != 0; })) {
+    summary.validation_after = loss_of(session, held_out, true).total;
+    const std::vector<int> found = std::exchange(shift, std::vector<int>(tensors.size(), 0));
+    summary.validation_before = loss_of(session, held_out, true).total;
+    if (*summary.validation_after < *summary.validation_before) {
+      shift = found;
+    } else {
+      summary.rejected = true;
+      summary.loss_after = summary.loss_before;
+      summary.notes.push_back("scale_search: the shifts lowered the searched samples' output error but not the held-out "
+                              "samples': none kept");
+    }
+  }
   for (size_t t = 0; t < tensors.size(); ++t) {
     if (shift[t] != 0) summary.shifts[tensors[t].tensor] = shift[t];
   }
   if (options.rebuild) {
     const onnx::ModelProto rebuilt = options.rebuild(summary.shifts);
-    summary.loss_rebuilt = loss_of(Session::from_model(rebuilt, label, options.session), false).total;
+    summary.loss_rebuilt = loss_of(Session::from_model(rebuilt, label, options.session), searched_on, false).total;
   }
   summary.seconds = seconds_since(t0);
   return summary;

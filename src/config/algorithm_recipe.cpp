@@ -14,7 +14,7 @@ constexpr const char* kBiasCorrectionParameters[] = {"mode"};
 constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target"};
 constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target"};
 constexpr const char* kSmoothQuantParameters[] = {"alpha"};
-constexpr const char* kScaleSearchParameters[] = {"max_shift", "sweeps", "num_samples"};
+constexpr const char* kScaleSearchParameters[] = {"max_shift", "sweeps", "num_samples", "finer"};
 
 // clang-format off
 constexpr AlgorithmRow kAlgorithms[] = {
@@ -146,6 +146,7 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
       settings.max_shift = entry.max_shift.value_or(settings.max_shift);
       settings.sweeps = entry.sweeps.value_or(settings.sweeps);
       settings.samples = entry.num_samples.value_or(settings.samples);
+      settings.finer = entry.finer.value_or(settings.finer);
     } else if (entry.name == "bias_correction") {
       recipe.bias_correction = entry.mode.value_or(extra.bias_correction_mode);
     } else if (const auto method = reconstruction_method_names().from_name(entry.name)) {

@@ -399,6 +399,8 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.target.emplace());
     } else if (item.key() == "alpha") {
       read_value(item.value(), at / item.key(), out.alpha.emplace());
+    } else if (item.key() == "finer") {
+      read_value(item.value(), at / item.key(), out.finer.emplace());
     } else if (item.key() == "max_shift" || item.key() == "sweeps" || item.key() == "num_samples") {
       std::optional<int64_t>& value = item.key() == "max_shift" ? out.max_shift : item.key() == "sweeps" ? out.sweeps : out.num_samples;
       read_value(item.value(), at / item.key(), value.emplace());
@@ -428,6 +430,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.max_shift) json["max_shift"] = *value.max_shift;
   if (value.sweeps) json["sweeps"] = *value.sweeps;
   if (value.num_samples) json["num_samples"] = *value.num_samples;
+  if (value.finer) json["finer"] = *value.finer;
   for (const auto& item : value.params.items()) json[item.key()] = item.value();
   return json;
 }

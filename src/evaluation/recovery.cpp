@@ -46,10 +46,24 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
   if (recipe.scale_search) {
     const size_t wanted = std::min(subset.size(), static_cast<size_t>(recipe.scale_search->samples));
     std::vector<size_t> chosen;
-    for (size_t i : spread_subset(subset.size(), wanted, data.data.seed)) chosen.push_back(subset[i]);
+    std::vector<bool> taken(subset.size(), false);
+    for (size_t i : spread_subset(subset.size(), wanted, data.data.seed)) {
+      chosen.push_back(subset[i]);
+      taken[i] = true;
+    }
+    // As many others of the calibration samples judge the shifts (fewer when there are not).
+    std::vector<size_t> others;
+    for (size_t i = 0; i < subset.size(); ++i) {
+      if (!taken[i]) others.push_back(subset[i]);
+    }
+    std::vector<size_t> validation;
+    for (size_t i : spread_subset(others.size(), std::min(others.size(), wanted), data.data.seed)) {
+      validation.push_back(others[i]);
+    }
     run.scale_search = search_activation_scales(rewrite(prepared), prepared, *source, *recipe.scale_search,
                                                 {.session = session,
                                                  .samples = chosen,
+                                                 .validation = validation,
                                                  .progress = setup.progress,
                                                  .rebuild =
                                                      [&](const std::map<std::string, int>& shifts) {

@@ -83,6 +83,10 @@ std::string quantize_text(const QuantizeReport& r) {
         << " samples in " << ss->trials << " trials, output SQNR " << db(ss->loss_before) << " -> " << db(ss->loss_after)
         << " (summed over outputs)";
     if (ss->loss_rebuilt) out << ", " << db(*ss->loss_rebuilt) << " rewritten";
+    if (ss->validation_before && ss->validation_after) {
+      out << "; " << ss->validation_samples << " held-out samples " << db(*ss->validation_before) << " -> "
+          << db(*ss->validation_after) << (ss->rejected ? ": not kept" : "");
+    }
     out << ", " << fixed(ss->seconds) << " s\n";
     for (const auto& note : ss->notes) out << "note         " << note << "\n";
   }

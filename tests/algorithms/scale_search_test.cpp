@@ -16,18 +16,19 @@ namespace {
 using onnx::TensorProto;
 using testing::ModelBuilder;
 
-// One sample: x1 and x2, each [1, 8], the same values.
+// Samples of x1 and x2, each [1, 8], the same values in both.
 class TwoInputs : public SampleSource {
  public:
-  explicit TwoInputs(std::vector<float> values) : values_(std::move(values)) {}
-  size_t size() const override { return 1; }
-  NamedTensors sample(size_t) const override {
-    return {{"x1", Tensor::from_floats({1, 8}, values_)}, {"x2", Tensor::from_floats({1, 8}, values_)}};
+  explicit TwoInputs(std::vector<float> values) : samples_{std::move(values)} {}
+  explicit TwoInputs(std::vector<std::vector<float>> samples) : samples_(std::move(samples)) {}
+  size_t size() const override { return samples_.size(); }
+  NamedTensors sample(size_t i) const override {
+    return {{"x1", Tensor::from_floats({1, 8}, samples_.at(i))}, {"x2", Tensor::from_floats({1, 8}, samples_.at(i))}};
   }
-  std::string describe() const override { return "1 fixed sample"; }
+  std::string describe() const override { return std::to_string(samples_.size()) + " fixed samples"; }
 
  private:
-  std::vector<float> values_;
+  std::vector<std::vector<float>> samples_;
 };
 
 const std::vector<float> kValues = {0.1f, -0.3f, 0.45f, 0.7f, -0.9f, 3.0f, 0.05f, -0.02f};
@@ -73,7 +74,7 @@ TEST(ScaleSearch, EachScaleMovesToTheStepWithTheLeastOutputErrorWithinMaxShift) 
   // x1 starts two steps too coarse (2^-3), x2 two steps too fine (2^-7): with max_shift 2 both
   // reach 2^-5; x1 moves down and stops at the limit, x2 tries down (worse), then goes up.
   const ScaleSearchSummary s = search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source,
-                                                        {.max_shift = 2}, {}, "test");
+                                                        {.max_shift = 2, .finer = true}, {}, "test");
   EXPECT_EQ(s.tensors, 2u);
   EXPECT_EQ(s.shifts, (std::map<std::string, int>{{"x1", -2}, {"x2", 2}}));
   EXPECT_NEAR(s.loss_before, 1.098497e-3 + 0.3801240, 1e-6);
@@ -85,9 +86,47 @@ TEST(ScaleSearch, EachScaleMovesToTheStepWithTheLeastOutputErrorWithinMaxShift) 
 
   // max_shift 1 stops one step short on both sides.
   const ScaleSearchSummary one = search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source,
-                                                          {.max_shift = 1}, {}, "test");
+                                                          {.max_shift = 1, .finer = true}, {}, "test");
   EXPECT_EQ(one.shifts, (std::map<std::string, int>{{"x1", -1}, {"x2", 1}}));
   EXPECT_NEAR(one.loss_after, 2.145134e-4 + 0.0972741, 1e-6);
+
+  // finer = false never clips more than calibration chose: x1 stays, x2 still goes up.
+  const ScaleSearchSummary coarser = search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(),
+                                                              source, {.finer = false}, {}, "test");
+  EXPECT_EQ(coarser.shifts, (std::map<std::string, int>{{"x2", 2}}));
+  EXPECT_NEAR(coarser.loss_after, 1.098497e-3 + 7.823255e-5, 1e-8);
+  EXPECT_EQ(coarser.trials, 4u);  // 1 start + x1: 2^-2 (worse) + x2: 2^-6, 2^-5 (2^-4 is past max_shift)
+}
+
+// Searched on a sample without kValues' outlier 3.0, both scales go two steps finer (2^-7:
+// 127 s = 0.99 still holds 0.9); the held-out sample has the outlier, which 2^-7 clips
+// (0.3801240 each against 7.823255e-5 at 2^-5): the shifts are not kept.
+TEST(ScaleSearch, ShiftsTheHeldOutSamplesDoNotGainFromAreNotKept) {
+  std::vector<float> no_outlier = kValues;
+  no_outlier[5] = 0.3f;
+  const TwoInputs source(std::vector<std::vector<float>>{no_outlier, kValues});
+  const ScaleSearchSummary alone =
+      search_activation_scales(quantized_model(0.03125f, 0.03125f), float_model(), source, {}, {.samples = {0}}, "test");
+  EXPECT_EQ(alone.shifts, (std::map<std::string, int>{{"x1", -2}, {"x2", -2}}));
+  EXPECT_FALSE(alone.rejected);
+
+  const ScaleSearchSummary judged = search_activation_scales(quantized_model(0.03125f, 0.03125f), float_model(), source,
+                                                             {}, {.samples = {0}, .validation = {1}}, "test");
+  EXPECT_TRUE(judged.shifts.empty());
+  EXPECT_TRUE(judged.rejected);
+  EXPECT_EQ(judged.validation_samples, 1u);
+  ASSERT_TRUE(judged.validation_before && judged.validation_after);
+  EXPECT_NEAR(*judged.validation_before, 2 * 7.823255e-5, 1e-8);
+  EXPECT_NEAR(*judged.validation_after, 2 * 0.3801240, 1e-6);
+  EXPECT_EQ(judged.loss_after, judged.loss_before);
+  ASSERT_EQ(judged.notes.size(), 1u);
+  EXPECT_NE(judged.notes[0].find("none kept"), std::string::npos);
+
+  // Held-out samples that gain keep them: searched and judged on the same picture.
+  const ScaleSearchSummary kept = search_activation_scales(quantized_model(0.03125f, 0.03125f), float_model(), source,
+                                                           {}, {.samples = {0}, .validation = {0}}, "test");
+  EXPECT_EQ(kept.shifts, alone.shifts);
+  EXPECT_FALSE(kept.rejected);
 }
 
 TEST(ScaleSearch, TheRebuiltModelIsMeasuredOnTheSameSamples) {

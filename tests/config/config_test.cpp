@@ -260,10 +260,10 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
 
 TEST(ConfigJsonTest, ScaleSearchTakesItsParametersAndIsNotWrittenInQuarksShape) {
   const QuantConfig listed =
-      parse(R"({"algo_config": [{"name": "adaround"}, {"name": "scale_search", "max_shift": 1, "num_samples": 16}]})");
+      parse(R"({"algo_config": [{"name": "adaround"}, {"name": "scale_search", "max_shift": 1, "num_samples": 16, "finer": true}]})");
   const AlgorithmRecipe recipe = algorithm_recipe(listed);
   ASSERT_TRUE(recipe.scale_search);
-  EXPECT_EQ(*recipe.scale_search, (ScaleSearchSettings{.max_shift = 1, .sweeps = 1, .samples = 16}));
+  EXPECT_EQ(*recipe.scale_search, (ScaleSearchSettings{.max_shift = 1, .sweeps = 1, .samples = 16, .finer = true}));
   EXPECT_EQ(recipe.names(), (std::vector<std::string>{"scale_search", "adaround"}));  // the order they run
   EXPECT_EQ(parse_config(config_to_json(listed), kLabel), listed);
   EXPECT_EQ(algorithm_recipe(parse(R"({"algo_config": [{"name": "scale_search"}]})")).scale_search, ScaleSearchSettings{});
@@ -319,7 +319,7 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
       {R"({"extra_options": {"CLESteps": -2}})", "extra_options.CLESteps must be at least 1, or -1"},
       {R"({"algo_config": [{"name": "scale_search", "max_shift": 0}]})", "algo_config[0].max_shift must be at least 1"},
       {R"({"algo_config": [{"name": "scale_search", "alpha": 0.5}]})",
-       "algo_config[0].alpha is not a parameter of scale_search (known: max_shift, sweeps, num_samples)"},
+       "algo_config[0].alpha is not a parameter of scale_search (known: max_shift, sweeps, num_samples, finer)"},
   };
   for (const auto& [text, expected] : cases) EXPECT_PRED2(contains, parse_error(text), expected) << text;
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <regex>
 
 #include "mixprec/algorithms.h"
 #include "mixprec/evaluation.h"
@@ -205,6 +206,33 @@ TEST_F(AlgorithmsCli, AnAlgorithmMixprecLacksIsAnError) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("does not implement yet"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(path("bad.onnx")));
+}
+
+TEST_F(AlgorithmsCli, ScaleSearchImprovesTheClassifierAndItsRewriteGivesWhatItMeasured) {
+  const std::string cls = kModels + "/ppocr_cls.onnx";
+  const testing::CliResult plain = quantize_cls({"--preset", "XINT8", "-o", path("plain.onnx")});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(std::ifstream(path("plain.config.json")));
+  config["algo_config"] = nlohmann::ordered_json::parse(R"([{"name": "scale_search"}])");
+  std::ofstream(path("ss.json")) << config.dump(2);
+  const testing::CliResult searched = quantize_cls({"--config", path("ss.json"), "-o", path("ss.onnx")});
+  ASSERT_EQ(searched.exit_code, 0) << searched.err;
+  // "scale search N of M activation scales moved (F finer, C coarser) on 8 samples in T trials,
+  // output SQNR A dB -> B dB (summed over outputs), R dB rewritten, S s"
+  const std::regex line(R"(scale search (\d+) of (\d+) activation scales moved .* on 8 samples in (\d+) trials, )"
+                        R"(output SQNR (-?[0-9.]+) dB -> (-?[0-9.]+) dB \(summed over outputs\), (-?[0-9.]+) dB rewritten)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(searched.out, m, line)) << searched.out;
+  EXPECT_GT(std::stoi(m[1]), 0);
+  EXPECT_GT(std::stoi(m[2]), 50);  // the classifier's activations, each searched
+  EXPECT_GT(std::stod(m[5]), std::stod(m[4]));
+  EXPECT_EQ(m[6].str(), m[5].str()) << "the rewrite with the shifts must give the loss the search measured";
+  const double before = worst_psnr_of(path("plain.onnx"), cls);
+  const double after = worst_psnr_of(path("ss.onnx"), cls);
+  std::cout << "[ measured ] XINT8 cls worst-output PSNR " << before << " dB, with scale search " << after << " dB; "
+            << m[1] << " of " << m[2] << " scales moved\n";
+  // Measured 13.5 -> 14.7 dB on the evaluation pictures, which the search never saw.
+  EXPECT_GT(after, before + 0.5);
 }
 
 }  // namespace
