@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "common/timing.h"
+#include "ir/graph_view.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/tensor_proto.h"
 
@@ -49,38 +50,35 @@ struct ScaledTensor {
   std::vector<std::string> scales;  // initializer names, in the order first met
 };
 
-const onnx::TensorProto* float_scalar(const std::map<std::string, const onnx::TensorProto*>& initializers,
-                                      const std::string& name) {
-  const auto it = initializers.find(name);
-  if (it == initializers.end() || it->second->data_type() != onnx::TensorProto::FLOAT) return nullptr;
+// A one-element float initializer of the main graph, or nullptr.
+const onnx::TensorProto* float_scalar(const ir::GraphView& view, const std::string& name) {
+  const onnx::TensorProto* t = view.initializer(name);
+  if (t == nullptr || t->data_type() != onnx::TensorProto::FLOAT) return nullptr;
   int64_t count = 1;
-  for (int64_t d : it->second->dims()) count *= d;
-  return count == 1 ? it->second : nullptr;
+  for (int64_t d : t->dims()) count *= d;
+  return count == 1 ? t : nullptr;
 }
 
 // The main graph's activation pairs whose scale can be fed: Q on a tensor that is not an
-// initializer, a one-element float scale initializer on the Q and on every DQ reading it.
-std::vector<ScaledTensor> scaled_tensors(const onnx::GraphProto& graph, size_t& skipped) {
-  std::map<std::string, const onnx::TensorProto*> initializers;
-  for (const auto& t : graph.initializer()) initializers[t.name()] = &t;
-  std::map<std::string, std::vector<const onnx::NodeProto*>> readers;
-  for (const auto& node : graph.node()) {
-    for (const auto& in : node.input()) readers[in].push_back(&node);
-  }
+// initializer, a one-element float scale initializer on the Q and on every DQ reading it (a Q
+// whose output is read by anything else, a body included, is skipped and counted).
+std::vector<ScaledTensor> scaled_tensors(const ir::GraphView& view, size_t& skipped) {
   std::vector<ScaledTensor> out;
   std::map<std::string, size_t> index;
-  for (const auto& node : graph.node()) {
+  for (size_t n : view.topological_order()) {
+    const onnx::NodeProto& node = view.node(n);
     if (node.op_type() != "QuantizeLinear" || !node.domain().empty() || node.input_size() < 2) continue;
-    if (initializers.count(node.input(0))) continue;  // a weight or a bias
+    if (view.is_initializer(node.input(0))) continue;  // a weight or a bias
     std::vector<std::string> scales{node.input(1)};
-    bool feedable = float_scalar(initializers, node.input(1)) != nullptr;
-    for (const onnx::NodeProto* dq : readers[node.output(0)]) {
-      if (dq->op_type() != "DequantizeLinear" || dq->input_size() < 2) {
+    bool feedable = float_scalar(view, node.input(1)) != nullptr;
+    for (size_t reader : view.consumers(node.output(0))) {
+      const onnx::NodeProto& dq = view.node(reader);
+      if (dq.op_type() != "DequantizeLinear" || dq.input_size() < 2 || dq.input(0) != node.output(0) ||
+          float_scalar(view, dq.input(1)) == nullptr) {
         feedable = false;
         continue;
       }
-      if (float_scalar(initializers, dq->input(1)) == nullptr) feedable = false;
-      if (std::ranges::find(scales, dq->input(1)) == scales.end()) scales.push_back(dq->input(1));
+      if (std::ranges::find(scales, dq.input(1)) == scales.end()) scales.push_back(dq.input(1));
     }
     if (!feedable) {
       ++skipped;
@@ -134,22 +132,6 @@ SampleSet sample_set(const Session& floats, const SampleSource& source, const st
   return set;
 }
 
-// The pairs nested in bodies, which the search does not reach.
-size_t body_pairs(const onnx::GraphProto& graph) {
-  size_t count = 0;
-  for (const auto& node : graph.node()) {
-    for (const auto& attribute : node.attribute()) {
-      const auto count_in = [&](const onnx::GraphProto& body) {
-        for (const auto& inner : body.node()) count += inner.op_type() == "QuantizeLinear" ? 1 : 0;
-        count += body_pairs(body);
-      };
-      if (attribute.has_g()) count_in(attribute.g());
-      for (const auto& body : attribute.graphs()) count_in(body);
-    }
-  }
-  return count;
-}
-
 }  // namespace
 
 ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, const onnx::ModelProto& reference,
@@ -158,12 +140,22 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
   const auto t0 = Clock::now();
   ScaleSearchSummary summary;
   size_t skipped = 0;
-  const std::vector<ScaledTensor> tensors = scaled_tensors(quantized.graph(), skipped);
+  size_t nested = 0;
+  std::vector<ScaledTensor> tensors;
+  std::map<std::string, float> initial;  // the scale initializers' values
+  {
+    const ir::GraphView view(quantized.graph(), label);
+    tensors = scaled_tensors(view, skipped);
+    for (const ir::NodeRef& ref : view.nested_nodes()) nested += ref.graph != &view && ref.node().op_type() == "QuantizeLinear";
+    for (const ScaledTensor& t : tensors) {
+      for (const std::string& scale : t.scales) initial[scale] = tensor_from_proto(*view.initializer(scale), label).as<float>()[0];
+    }
+  }
   if (skipped > 0) {
     summary.notes.push_back("scale_search: " + std::to_string(skipped) +
                             " activation pairs without one float scale initializer are left as calibrated");
   }
-  if (const size_t nested = body_pairs(quantized.graph()); nested > 0) {
+  if (nested > 0) {
     summary.notes.push_back("scale_search: " + std::to_string(nested) +
                             " activation pairs inside If/Loop/Scan bodies are left as calibrated");
   }
@@ -177,13 +169,6 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
   // tensors sharing one initializer still move apart.
   onnx::ModelProto searched = quantized;
   onnx::GraphProto& graph = *searched.mutable_graph();
-  std::map<std::string, float> initial;
-  for (const auto& t : graph.initializer()) {
-    if (t.data_type() == onnx::TensorProto::FLOAT) {
-      const Tensor values = tensor_from_proto(t, label);
-      if (values.numel() == 1) initial[t.name()] = values.as<float>()[0];
-    }
-  }
   struct Feed {
     std::string input;
     float value = 0;
@@ -219,8 +204,10 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
   }
   std::set<std::string> fed;
   for (const auto& [key, input] : renamed) fed.insert(key.second);
-  std::set<std::string> still_read;
-  for (const auto& node : graph.node()) still_read.insert(node.input().begin(), node.input().end());
+  std::set<std::string> still_read;  // by any node, bodies included
+  for (const ir::NodeRef& ref : ir::GraphView(graph, label).nested_nodes()) {
+    still_read.insert(ref.node().input().begin(), ref.node().input().end());
+  }
   for (int i = graph.initializer_size() - 1; i >= 0; --i) {
     const std::string& name = graph.initializer(i).name();
     if (fed.count(name) && !still_read.count(name)) graph.mutable_initializer()->DeleteSubrange(i, 1);
