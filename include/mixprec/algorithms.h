@@ -178,8 +178,8 @@ struct ScaleSearchOptions {
   std::vector<size_t> validation;
   std::function<void(size_t done, size_t total)> progress;  // after each tensor
   // The rewrite with the shifts found (tensor -> n): its loss on the same samples is measured
-  // and reported (ScaleSearchSummary::loss_rebuilt) as the check that the rewrite gives what
-  // the search measured. Unset: not checked.
+  // (ScaleSearchSummary::loss_rebuilt); shifts whose rewrite does not lower the loss are not
+  // kept, and a rewrite off the searched loss by over 1 % is a note. Unset: not checked.
   std::function<onnx::ModelProto(const std::map<std::string, int>& shifts)> rebuild;
 };
 
@@ -187,6 +187,7 @@ struct ScaleSearchSummary {
   size_t tensors = 0;              // activations searched
   std::map<std::string, int> shifts;  // tensor -> n: its range (and scale) times 2^n; only n != 0
   size_t trials = 0;               // passes over the samples
+  size_t biases = 0;               // int32 biases requantized with their input's moved scale, as the rewrite does
   size_t samples = 0;
   double loss_before = 0;          // sum over float outputs of error power / output power
   double loss_after = 0;
@@ -194,7 +195,7 @@ struct ScaleSearchSummary {
   size_t validation_samples = 0;
   std::optional<double> validation_before;  // the held-out samples' loss without and with the shifts found
   std::optional<double> validation_after;
-  bool rejected = false;           // the held-out samples did not gain: shifts is empty
+  bool rejected = false;           // the held-out samples or the rewrite did not gain: shifts is empty
   double seconds = 0;
   std::vector<std::string> notes;  // pairs not searched, or nothing to search
 };

@@ -67,12 +67,15 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
                                                  .progress = setup.progress,
                                                  .rebuild =
                                                      [&](const std::map<std::string, int>& shifts) {
+                                                       range_factors.clear();
                                                        for (const auto& [tensor, n] : shifts) {
                                                          range_factors[tensor] = std::ldexp(1.0f, n);
                                                        }
                                                        return rewrite(prepared);
                                                      }},
                                                 label);
+    range_factors.clear();  // what was kept, which a rejected search leaves empty
+    for (const auto& [tensor, n] : run.scale_search->shifts) range_factors[tensor] = std::ldexp(1.0f, n);
     run.changed = !run.scale_search->shifts.empty();
   }
   if (recipe.reconstruction) {

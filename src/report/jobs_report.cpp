@@ -80,7 +80,9 @@ std::string quantize_text(const QuantizeReport& r) {
     const auto finer = std::ranges::count_if(ss->shifts, [](const auto& s) { return s.second < 0; });
     out << "scale search " << ss->shifts.size() << " of " << ss->tensors << " activation scales moved (" << finer
         << " finer, " << ss->shifts.size() - static_cast<size_t>(finer) << " coarser) on " << ss->samples
-        << " samples in " << ss->trials << " trials, output SQNR " << db(ss->loss_before) << " -> " << db(ss->loss_after)
+        << " samples in " << ss->trials << " trials";
+    if (ss->biases > 0) out << " (" << ss->biases << " int32 biases requantized with them)";
+    out << ", output SQNR " << db(ss->loss_before) << " -> " << db(ss->loss_after)
         << " (summed over outputs)";
     if (ss->loss_rebuilt) out << ", " << db(*ss->loss_rebuilt) << " rewritten";
     if (ss->validation_before && ss->validation_after) {

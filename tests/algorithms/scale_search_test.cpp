@@ -144,6 +144,119 @@ TEST(ScaleSearch, TheRebuiltModelIsMeasuredOnTheSameSamples) {
   EXPECT_EQ(asked, s.shifts);
   ASSERT_TRUE(s.loss_rebuilt.has_value());
   EXPECT_DOUBLE_EQ(*s.loss_rebuilt, s.loss_after);
+  EXPECT_TRUE(s.notes.empty());
+}
+
+// A rewrite that does not follow the shifts is what the model would get, so it judges them.
+TEST(ScaleSearch, ShiftsTheRewriteDoesNotGainFromAreNotKept) {
+  const TwoInputs source(kValues);
+  // Ignores them all: the rewrite's loss is the starting one, so none is kept.
+  ScaleSearchOptions ignoring;
+  ignoring.rebuild = [](const std::map<std::string, int>&) { return quantized_model(0.125f, 0.0078125f); };
+  const ScaleSearchSummary none =
+      search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source, {}, ignoring, "test");
+  EXPECT_TRUE(none.shifts.empty());
+  EXPECT_TRUE(none.rejected);
+  ASSERT_TRUE(none.loss_rebuilt.has_value());
+  EXPECT_DOUBLE_EQ(*none.loss_rebuilt, none.loss_before);
+  EXPECT_EQ(none.loss_after, none.loss_before);
+  ASSERT_EQ(none.notes.size(), 1u);
+  EXPECT_NE(none.notes[0].find("none kept"), std::string::npos) << none.notes[0];
+
+  // Follows x2's only: the rewrite gains (0.3811 -> 1.177e-3) but not what the search measured
+  // (1.565e-4): kept, with a note that names both.
+  ScaleSearchOptions partial;
+  partial.rebuild = [](const std::map<std::string, int>& shifts) {
+    return quantized_model(0.125f, shifts.count("x2") ? std::ldexp(0.0078125f, shifts.at("x2")) : 0.0078125f);
+  };
+  const ScaleSearchSummary some =
+      search_activation_scales(quantized_model(0.125f, 0.0078125f), float_model(), source, {}, partial, "test");
+  EXPECT_FALSE(some.rejected);
+  EXPECT_EQ(some.shifts.size(), 2u);
+  ASSERT_TRUE(some.loss_rebuilt.has_value());
+  EXPECT_NEAR(*some.loss_rebuilt, 1.098497e-3 + 7.823255e-5, 1e-8);
+  ASSERT_EQ(some.notes.size(), 1u);
+  EXPECT_NE(some.notes[0].find("where the search measured"), std::string::npos) << some.notes[0];
+}
+
+// x -> Gemm(W = identity, bias 0.06 on every output) -> y, with its input through int8 Q/DQ at
+// scale s, the identity as int8 codes 1 at weight scale 1 and the bias as int32 codes
+// round(0.06 / s) at scale s x 1 (Int32Bias).
+class OneInput : public SampleSource {
+ public:
+  size_t size() const override { return 1; }
+  NamedTensors sample(size_t) const override { return {{"x", Tensor::from_floats({1, 8}, kValues)}}; }
+  std::string describe() const override { return "kValues"; }
+};
+
+std::vector<float> identity8(float one) {
+  std::vector<float> w(64, 0.0f);
+  for (size_t i = 0; i < 8; ++i) w[i * 9] = one;
+  return w;
+}
+
+onnx::ModelProto float_gemm() {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 8})
+      .add_initializer("W", {8, 8}, identity8(1.0f))
+      .add_initializer("b", {8}, std::vector<float>(8, 0.06f))
+      .add_node("Gemm", {"x", "W", "b"}, {"y"}, {}, "gemm")
+      .add_output("y", TensorProto::FLOAT, {1, 8})
+      .build();
+}
+
+onnx::ModelProto quantized_gemm(float s, int32_t bias_code_offset = 0) {
+  std::vector<int8_t> codes(64, 0);
+  for (size_t i = 0; i < 8; ++i) codes[i * 9] = 1;
+  const auto bias_code = static_cast<int32_t>(std::nearbyint(0.06 / s)) + bias_code_offset;
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 8})
+      .add_initializer("s", {}, {s})
+      .add_initializer_i8("z", {}, {0})
+      .add_initializer_i8("W_q", {8, 8}, codes)
+      .add_initializer("W_s", {}, {1.0f})
+      .add_initializer_i32("b_q", {8}, std::vector<int32_t>(8, bias_code))
+      .add_initializer("b_s", {}, {s})
+      .add_node("QuantizeLinear", {"x", "s", "z"}, {"xq"}, {}, "gemm/q")
+      .add_node("DequantizeLinear", {"xq", "s", "z"}, {"xd"}, {}, "gemm/dq")
+      .add_node("DequantizeLinear", {"W_q", "W_s", "z"}, {"Wd"}, {}, "gemm/w_dq")
+      .add_node("DequantizeLinear", {"b_q", "b_s"}, {"bd"}, {}, "gemm/b_dq")
+      .add_node("Gemm", {"xd", "Wd", "bd"}, {"y"}, {}, "gemm")
+      .add_output("y", TensorProto::FLOAT, {1, 8})
+      .build();
+}
+
+// sum (y_q - y)^2 / sum y^2 on kValues + 0.06, worked by hand (y_q = QDQ(x, s) + round(0.06 / s) s):
+//   s = 2^-3: bias 0     1.8220979e-3
+//   s = 2^-4: bias 2^-4  2.3173795e-4   (bias kept at 0: 2.3332845e-3)
+//   s = 2^-5: bias 2^-4  5.7792480e-5   (bias kept at 0: 3.2243120e-3)
+// The search moves the bias with its input as the rewrite does: it finds 2^-5, which the
+// rewrite then gives exactly. Kept at its old codes, the bias would hide the gain (nothing moves).
+TEST(ScaleSearch, AnInt32BiasIsRequantizedWithItsInputsScale) {
+  const OneInput source;
+  ScaleSearchOptions options;
+  options.rebuild = [](const std::map<std::string, int>& shifts) {
+    return quantized_gemm(shifts.count("x") ? std::ldexp(0.125f, shifts.at("x")) : 0.125f);
+  };
+  const ScaleSearchSummary s = search_activation_scales(quantized_gemm(0.125f), float_gemm(), source, {}, options, "test");
+  EXPECT_EQ(s.tensors, 1u);
+  EXPECT_EQ(s.biases, 1u);
+  EXPECT_EQ(s.shifts, (std::map<std::string, int>{{"x", -2}}));
+  EXPECT_NEAR(s.loss_before, 1.8220979e-3, 1e-8);
+  EXPECT_NEAR(s.loss_after, 5.7792480e-5, 1e-9);
+  ASSERT_TRUE(s.loss_rebuilt.has_value());
+  EXPECT_DOUBLE_EQ(*s.loss_rebuilt, s.loss_after);
+  EXPECT_TRUE(s.notes.empty()) << s.notes.front();
+
+  // Codes that are not the float bias requantized (one step off: 0.125 for 0.06) are not the
+  // rewrite's, so not followed: the bias stays 0.125 as stored, worked by hand
+  //   s = 2^-3: 6.1387890e-3   s = 2^-4: 3.8100475e-3   s = 2^-5: 2.5711290e-3
+  const ScaleSearchSummary odd =
+      search_activation_scales(quantized_gemm(0.125f, 1), float_gemm(), source, {}, {}, "test");
+  EXPECT_EQ(odd.biases, 0u);
+  EXPECT_EQ(odd.shifts, (std::map<std::string, int>{{"x", -2}}));
+  EXPECT_NEAR(odd.loss_before, 6.1387890e-3, 1e-8);
+  EXPECT_NEAR(odd.loss_after, 2.5711290e-3, 1e-8);
 }
 
 TEST(ScaleSearch, AModelWithoutActivationPairsIsANoteNotAnError) {
