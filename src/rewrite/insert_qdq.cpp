@@ -190,6 +190,9 @@ class Inserter {
                !format_traits(config.bias->format).is_block) {
       bias_operand(node, bias_index, *config.bias);
       note_format(config.bias->format);
+    } else if (bias_stays_float && int32_bias_inputs && weight_spec && has_integer_codes(weight_spec->format) &&
+               (node.op_type() == "Conv" || node.op_type() == "Gemm")) {
+      pairs_.need_opset(kOpsetOrtBiasQuantization);  // ONNX Runtime quantizes this float bias itself
     }
     std::vector<onnx::NodeProto> after;
     if (config.output_tensors && config.output_tensors->format != FormatId::kFloat32) {

@@ -35,6 +35,9 @@ inline constexpr int64_t kOpsetPerChannelQdq = 13;  // DequantizeLinear `axis`
 inline constexpr int64_t kOpsetBlockedQdq = 21;     // DequantizeLinear `block_size`
 inline constexpr int64_t kOpsetBFloat16Cast = 13;   // Cast to/from bfloat16
 inline constexpr int64_t kOpsetFloat16Cast = 6;
+// ONNX Runtime's BiasQuantization gives a float Conv/Gemm bias between dequantized operands
+// int32 codes through a Round node of the model's domain, whatever its opset: Round is opset 11.
+inline constexpr int64_t kOpsetOrtBiasQuantization = 11;
 // Quark's operators for the block formats (runtime/quark_ops.h runs them), opset version 1.
 inline constexpr const char* kQuarkOpsDomain = "com.amd.quark";
 

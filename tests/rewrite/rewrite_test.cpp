@@ -167,6 +167,37 @@ TEST(RewriteInsertQdq, Bf16PresetUsesCastPairsAndBf16Weights) {
   EXPECT_LE(max_abs_diff(ref, got), 0.03f * max_abs(ref));
 }
 
+// With Int32Bias off and no bias spec the Conv bias stays float, and ONNX Runtime quantizes it
+// between the dequantized input and weight with a Round node: an opset-10 model is raised to 11,
+// which Round needs (before, the session failed "No Op registered for Round ... version of 10").
+TEST(RewriteInsertQdq, AFloatBiasBetweenIntegerOperandsRaisesOpset10To11) {
+  onnx::ModelProto model = testing::conv_chain(2);
+  model.mutable_opset_import(0)->set_version(10);
+  const QuantConfig xint8 = *preset_config("XINT8");  // per-tensor power-of-two: nothing needs opset 13
+  ASSERT_TRUE(xint8.global.bias.has_value());
+  QuantConfig config = xint8;
+  config.global.bias.reset();
+  config.extra.int32_bias = false;
+  const Quantized q = quantize_with(model, config);
+  EXPECT_EQ(q.summary.opset_from, 10);
+  EXPECT_EQ(q.summary.opset_to, 11);
+  for (const char* bias : {"conv_0.bias", "conv_1.bias"}) {  // the Convs read their float biases
+    int float_readers = 0;
+    for (const auto& node : q.model.graph().node()) float_readers += node.op_type() == "Conv" && node.input(2) == bias;
+    EXPECT_EQ(float_readers, 1) << bias;
+  }
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 5);
+  const auto ref = run_first_output(model, inputs);
+  const auto got = run_first_output(q.model, inputs);  // the session ONNX Runtime refused before
+  EXPECT_LE(max_abs_diff(ref, got), 0.10f * max_abs(ref));
+  EXPECT_GT(max_abs_diff(ref, got), 0.0f);
+
+  // With XINT8's bias spec the bias is ours (a DequantizeLinear), and opset 10 is enough.
+  EXPECT_EQ(quantize_with(model, xint8).summary.opset_to, 10);
+}
+
 TEST(RewriteInsertQdq, Int16ActivationsRaiseOpsetTo21) {
   const Quantized q = quantize_with(testing::conv_chain(1), *preset_config("A16W8"));
   EXPECT_EQ(q.summary.opset_to, 21);
