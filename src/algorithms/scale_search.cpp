@@ -130,7 +130,8 @@ Tensor requantized_bias(const FollowingBias& b, int n) {
 // The main graph's weighted nodes whose bias is an int32 DequantizeLinear (read by that node
 // alone) and whose data input is a searched activation's DequantizeLinear, with the float bias
 // found by node name in `reference`, and only where requantizing it at the rewritten scales
-// gives the stored codes back (so the search starts from the rewrite's model exactly).
+// gives the stored codes back (so the search starts from the rewrite's model exactly), with no
+// zero point other than 0.
 std::vector<FollowingBias> following_biases(const ir::GraphView& view, const ir::GraphView& reference,
                                             const std::map<std::string, size_t>& searched, const std::string& label) {
   std::map<std::string, size_t> reference_nodes;
@@ -154,9 +155,14 @@ std::vector<FollowingBias> following_biases(const ir::GraphView& view, const ir:
     const auto dq = view.producer(node.input(bias));
     if (!dq || view.consumers(node.input(bias)).size() != 1) continue;
     const onnx::NodeProto& d = view.node(*dq);
-    if (d.op_type() != "DequantizeLinear" || d.input_size() < 2 || (d.input_size() > 2 && !d.input(2).empty() &&
-                                                                    !view.is_initializer(d.input(2)))) {
-      continue;
+    if (d.op_type() != "DequantizeLinear" || d.input_size() < 2) continue;
+    // The fed value is codes x scale: a zero point other than 0 (or not a constant) is not that.
+    if (d.input_size() > 2 && !d.input(2).empty()) {
+      const onnx::TensorProto* zero_point = view.initializer(d.input(2));
+      if (zero_point == nullptr || std::ranges::any_of(tensor_from_proto(*zero_point, label).to_floats(),
+                                                       [](float z) { return z != 0; })) {
+        continue;
+      }
     }
     const onnx::TensorProto* codes = view.initializer(d.input(0));
     const onnx::TensorProto* scale = view.initializer(d.input(1));

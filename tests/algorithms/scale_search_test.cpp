@@ -205,12 +205,17 @@ onnx::ModelProto float_gemm() {
       .build();
 }
 
-onnx::ModelProto quantized_gemm(float s, int32_t bias_code_offset = 0) {
+onnx::ModelProto quantized_gemm(float s, int32_t bias_code_offset = 0, int32_t bias_zero_point = 0) {
   std::vector<int8_t> codes(64, 0);
   for (size_t i = 0; i < 8; ++i) codes[i * 9] = 1;
   const auto bias_code = static_cast<int32_t>(std::nearbyint(0.06 / s)) + bias_code_offset;
-  return ModelBuilder()
-      .add_input("x", TensorProto::FLOAT, {1, 8})
+  ModelBuilder builder;
+  std::vector<std::string> bias_inputs = {"b_q", "b_s"};
+  if (bias_zero_point != 0) {
+    builder.add_initializer_i32("b_z", {}, {bias_zero_point});
+    bias_inputs.push_back("b_z");
+  }
+  return builder.add_input("x", TensorProto::FLOAT, {1, 8})
       .add_initializer("s", {}, {s})
       .add_initializer_i8("z", {}, {0})
       .add_initializer_i8("W_q", {8, 8}, codes)
@@ -220,7 +225,7 @@ onnx::ModelProto quantized_gemm(float s, int32_t bias_code_offset = 0) {
       .add_node("QuantizeLinear", {"x", "s", "z"}, {"xq"}, {}, "gemm/q")
       .add_node("DequantizeLinear", {"xq", "s", "z"}, {"xd"}, {}, "gemm/dq")
       .add_node("DequantizeLinear", {"W_q", "W_s", "z"}, {"Wd"}, {}, "gemm/w_dq")
-      .add_node("DequantizeLinear", {"b_q", "b_s"}, {"bd"}, {}, "gemm/b_dq")
+      .add_node("DequantizeLinear", bias_inputs, {"bd"}, {}, "gemm/b_dq")
       .add_node("Gemm", {"xd", "Wd", "bd"}, {"y"}, {}, "gemm")
       .add_output("y", TensorProto::FLOAT, {1, 8})
       .build();
@@ -257,6 +262,16 @@ TEST(ScaleSearch, AnInt32BiasIsRequantizedWithItsInputsScale) {
   EXPECT_EQ(odd.shifts, (std::map<std::string, int>{{"x", -2}}));
   EXPECT_NEAR(odd.loss_before, 6.1387890e-3, 1e-8);
   EXPECT_NEAR(odd.loss_after, 2.5711290e-3, 1e-8);
+
+  // Codes the requantized float bias (0) but a zero point of -1: the bias is (0 + 1) x 0.125,
+  // the odd case's value, which the fed value (codes x scale) would not be. Not followed either:
+  // the same losses as above.
+  const ScaleSearchSummary shifted =
+      search_activation_scales(quantized_gemm(0.125f, 0, -1), float_gemm(), source, {}, {}, "test");
+  EXPECT_EQ(shifted.biases, 0u);
+  EXPECT_EQ(shifted.shifts, (std::map<std::string, int>{{"x", -2}}));
+  EXPECT_NEAR(shifted.loss_before, 6.1387890e-3, 1e-8);
+  EXPECT_NEAR(shifted.loss_after, 2.5711290e-3, 1e-8);
 }
 
 TEST(ScaleSearch, AModelWithoutActivationPairsIsANoteNotAnError) {
