@@ -52,8 +52,9 @@ std::string runtime_library();
 // so far: errors as warnings, warnings as info (a CLI shows them with -v and counts them otherwise).
 size_t runtime_log_messages();
 // Every session built after this in the process also registers the ONNX Runtime custom-op
-// library at `path` (its RegisterCustomOps entry), e.g. the ops a plugin brings. Registering a
-// path twice is a no-op. kBadInput naming `path` when ONNX Runtime does not load it.
+// library at `path` (its RegisterCustomOps entry), e.g. the ops a plugin brings. Registering the
+// same library again, at this path or another (same bytes), registers it once, from the path
+// given last. kBadInput naming `path` when it cannot be read or ONNX Runtime does not load it.
 void register_custom_op_library(const std::string& path);
 
 // Whether ONNX Runtime's CPU kernels for u8 activations x s8 weights (the fused QLinearConv,

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <functional>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <map>
 #include <set>
@@ -20,6 +22,7 @@
 
 #include <dlfcn.h>
 
+#include "common/digest.h"
 #include "common/text.h"
 #include "mixprec/error.h"
 #include "mixprec/log.h"
@@ -197,10 +200,16 @@ Ort::Session create_session(Ort::SessionOptions& so, const std::string& label, c
   }
 }
 
-// ONNX Runtime custom-op libraries every session registers (register_custom_op_library).
+// ONNX Runtime custom-op libraries every session registers (register_custom_op_library), by
+// content digest: one library found at two paths registers its domain once (twice, the session
+// fails "Domain already set in registry"); the path last given is the one kept.
+struct CustomOpLibrary {
+  std::string digest;  // of the file's bytes
+  std::string path;
+};
 std::mutex custom_op_libraries_mutex;
-std::vector<std::string>& custom_op_libraries() {
-  static std::vector<std::string> libraries;
+std::vector<CustomOpLibrary>& custom_op_libraries() {
+  static std::vector<CustomOpLibrary> libraries;  // in the order registered
   return libraries;
 }
 
@@ -210,7 +219,7 @@ Ort::SessionOptions make_session_options(const SessionOptions& options, const st
   if (custom_ops != nullptr) so.Add(custom_ops);
   {
     const std::lock_guard lock(custom_op_libraries_mutex);
-    for (const std::string& library : custom_op_libraries()) so.RegisterCustomOpsLibrary(library.c_str());
+    for (const CustomOpLibrary& library : custom_op_libraries()) so.RegisterCustomOpsLibrary(library.path.c_str());
   }
   // Quark's operators, so Quark-made and block-format models run on CPU.
   for (OrtCustomOpDomain* domain : quark_op_domains()) so.Add(domain);
@@ -798,9 +807,20 @@ size_t runtime_log_messages() { return runtime_messages.load(); }
 
 void register_custom_op_library(const std::string& path) {
   ensure_api();
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw_bad_input(path, "cannot read this custom-op library");
+  Fnv1a digest;
+  digest.add(std::string(std::istreambuf_iterator<char>(file), {}));
+  const std::string key = digest.hex();
+  // Known already (at any path; the caller holds the lock): the path given last is kept.
+  const auto known = [&] {
+    const auto it = std::ranges::find(custom_op_libraries(), key, &CustomOpLibrary::digest);
+    if (it != custom_op_libraries().end()) it->path = path;
+    return it != custom_op_libraries().end();
+  };
   {
     const std::lock_guard lock(custom_op_libraries_mutex);
-    if (std::ranges::find(custom_op_libraries(), path) != custom_op_libraries().end()) return;
+    if (known()) return;
   }
   try {
     Ort::SessionOptions probe;
@@ -809,7 +829,7 @@ void register_custom_op_library(const std::string& path) {
     throw_bad_input(path, std::string("ONNX Runtime does not load it as a custom-op library: ") + e.what());
   }
   const std::lock_guard lock(custom_op_libraries_mutex);
-  custom_op_libraries().push_back(path);
+  if (!known()) custom_op_libraries().push_back({.digest = key, .path = path});
 }
 
 }  // namespace mixprec
