@@ -182,17 +182,15 @@ class Inserter {
     // decides. (Not a recurrent op's: its bias is added to each gate in float, not to one
     // accumulator; not FP8's, which accumulates in float; not a block-wise weight's, with
     // several scales per output channel.)
-    const bool int32_bias = options_.int32_bias && int32_bias_inputs && weight_spec &&
-                            has_integer_codes(weight_spec->format) && weight_spec->params.block_size == 0;
+    const bool integer_operands = int32_bias_inputs && weight_spec && has_integer_codes(weight_spec->format);
+    const bool int32_bias = options_.int32_bias && integer_operands && weight_spec->params.block_size == 0;
     if (int32_bias) {
       int32_bias_operand(node, bias_index, *input_spec, *weight_spec);
-    } else if (bias_index >= 0 && config.bias && config.bias->format != FormatId::kFloat32 &&
-               !format_traits(config.bias->format).is_block) {
+    } else if (bias_index >= 0 && !bias_stays_float) {
       bias_operand(node, bias_index, *config.bias);
       note_format(config.bias->format);
-    } else if (bias_stays_float && int32_bias_inputs && weight_spec && has_integer_codes(weight_spec->format) &&
-               (node.op_type() == "Conv" || node.op_type() == "Gemm")) {
-      pairs_.need_opset(kOpsetOrtBiasQuantization);  // ONNX Runtime quantizes this float bias itself
+    } else if (integer_operands && (node.op_type() == "Conv" || node.op_type() == "Gemm")) {
+      pairs_.need_opset(kOpsetOrtBiasQuantization);  // the bias stays float: ONNX Runtime quantizes it
     }
     std::vector<onnx::NodeProto> after;
     if (config.output_tensors && config.output_tensors->format != FormatId::kFloat32) {

@@ -1,7 +1,5 @@
 #include "mixprec/runtime.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -9,6 +7,7 @@
 #include "mixprec/error.h"
 #include "mixprec/log.h"
 #include "support/model_builder.h"
+#include "support/temp_dir.h"
 
 namespace mixprec {
 namespace {
@@ -118,16 +117,13 @@ TEST(RuntimeSession, ModelOnnxRuntimeRejectsIsBadInput) {
 // One custom-op library found at two paths (a plugin's copy in two folders) registers its
 // domain once: twice, every later session failed "Domain already set in registry". The copy
 // named last is the one kept, so the first may go.
-TEST(RuntimeSession, OneCustomOpLibraryAtTwoPathsRegistersOnce) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("mixprec_runtime_ops_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  for (const char* copy : {"a.so", "b.so"}) {
-    std::filesystem::copy_file(MIXPREC_TEST_OPS_LIB, dir / copy, std::filesystem::copy_options::overwrite_existing);
-  }
-  register_custom_op_library((dir / "a.so").string());
-  register_custom_op_library((dir / "b.so").string());
-  std::filesystem::remove(dir / "a.so");
+class RuntimeCustomOps : public testing::TempDirTest {};
+
+TEST_F(RuntimeCustomOps, OneLibraryAtTwoPathsRegistersOnce) {
+  for (const char* copy : {"a.so", "b.so"}) std::filesystem::copy_file(MIXPREC_TEST_OPS_LIB, path(copy));
+  register_custom_op_library(path("a.so"));
+  register_custom_op_library(path("b.so"));
+  std::filesystem::remove(path("a.so"));
   const onnx::ModelProto doubled = ModelBuilder()
                                        .opset(1, "test.mixprec")
                                        .add_input("x", onnx::TensorProto::FLOAT, {1, 3})
@@ -138,14 +134,13 @@ TEST(RuntimeSession, OneCustomOpLibraryAtTwoPathsRegistersOnce) {
   EXPECT_EQ(out.at(0).second.to_floats(), (std::vector<float>{2.0f, -4.0f, 0.5f}));
 
   try {
-    register_custom_op_library((dir / "a.so").string());
+    register_custom_op_library(path("a.so"));
     FAIL() << "a missing library registered";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_NE(std::string(e.what()).find("a.so: cannot read"), std::string::npos) << e.what();
   }
   register_custom_op_library(MIXPREC_TEST_OPS_LIB);  // the build's copy stays for later sessions
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
