@@ -161,8 +161,8 @@ class Inserter {
     }
     // A bias that becomes int32 codes at input scale x weight scale: ours with Int32Bias, or
     // ONNX Runtime's when the bias stays float (its WeightBiasQuantization quantizes a float
-    // Conv/Gemm bias between dequantized operands). Either way the codes must fit, which the
-    // weight's scales are raised for.
+    // Conv/ConvTranspose/Gemm bias between dequantized operands). Either way the codes must fit,
+    // which the weight's scales are raised for.
     const bool bias_stays_float = !config.bias || config.bias->format == FormatId::kFloat32 ||
                                   format_traits(config.bias->format).is_block;
     const bool int32_bias_inputs = traits.extra_weight_inputs == 0 && bias_index >= 0 && input_spec &&
@@ -189,7 +189,7 @@ class Inserter {
     } else if (bias_index >= 0 && !bias_stays_float) {
       bias_operand(node, bias_index, *config.bias);
       note_format(config.bias->format);
-    } else if (integer_operands && (node.op_type() == "Conv" || node.op_type() == "Gemm")) {
+    } else if (integer_operands && is_ort_bias_quantized(node.op_type())) {
       pairs_.need_opset(kOpsetOrtBiasQuantization);  // the bias stays float: ONNX Runtime quantizes it
     }
     std::vector<onnx::NodeProto> after;

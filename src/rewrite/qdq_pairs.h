@@ -16,6 +16,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -35,9 +36,14 @@ inline constexpr int64_t kOpsetPerChannelQdq = 13;  // DequantizeLinear `axis`
 inline constexpr int64_t kOpsetBlockedQdq = 21;     // DequantizeLinear `block_size`
 inline constexpr int64_t kOpsetBFloat16Cast = 13;   // Cast to/from bfloat16
 inline constexpr int64_t kOpsetFloat16Cast = 6;
-// ONNX Runtime's BiasQuantization gives a float Conv/Gemm bias between dequantized operands
-// int32 codes through a Round node of the model's domain, whatever its opset: Round is opset 11.
+// ONNX Runtime's WeightBiasQuantization (1.29; the older BiasQuantization did Conv and Gemm)
+// gives a float Conv, ConvTranspose or Gemm bias between dequantized operands int32 codes through
+// a Round node of the model's domain, whatever its opset: Round is opset 11. (Only where the op's
+// output leads to a QuantizeLinear, through Relu/Clip at most; elsewhere the bias stays float.)
 inline constexpr int64_t kOpsetOrtBiasQuantization = 11;
+inline bool is_ort_bias_quantized(std::string_view op_type) {
+  return op_type == "Conv" || op_type == "ConvTranspose" || op_type == "Gemm";
+}
 // Quark's operators for the block formats (runtime/quark_ops.h runs them), opset version 1.
 inline constexpr const char* kQuarkOpsDomain = "com.amd.quark";
 

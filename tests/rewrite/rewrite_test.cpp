@@ -198,6 +198,40 @@ TEST(RewriteInsertQdq, AFloatBiasBetweenIntegerOperandsRaisesOpset10To11) {
   EXPECT_EQ(quantize_with(model, xint8).summary.opset_to, 10);
 }
 
+// ONNX Runtime 1.29's WeightBiasQuantization does the same to a ConvTranspose's float bias (a
+// decoder's upsampling; before, only Conv and Gemm raised the opset and this model failed to load
+// with the Round error): x -> ConvTranspose (stride 2) -> Relu -> ConvTranspose (1x1, no bias, so
+// it raises nothing itself; its input Q/DQ is what the first one's output leads to) -> y, opset 10.
+TEST(RewriteInsertQdq, AConvTransposeFloatBiasBetweenIntegerOperandsRaisesOpset10To11) {
+  ModelBuilder b;
+  b.opset(10)
+      .add_input("x", onnx::TensorProto::FLOAT, {1, 2, 4, 4})
+      .add_initializer("up.weight", {2, 3, 2, 2}, deterministic_values(24, 1))
+      .add_initializer("up.bias", {3}, {0.05f, -0.1f, 0.2f})
+      .add_initializer("mix.weight", {3, 2, 1, 1}, deterministic_values(6, 2))
+      .add_node("ConvTranspose", {"x", "up.weight", "up.bias"}, {"up"}, {attr_ints("strides", {2, 2})}, "up")
+      .add_node("Relu", {"up"}, {"up_relu"}, {}, "up_relu")
+      .add_node("ConvTranspose", {"up_relu", "mix.weight"}, {"y"}, {}, "mix")
+      .add_output("y", onnx::TensorProto::FLOAT, {1, 2, 8, 8});
+  const onnx::ModelProto model = b.build();
+  QuantConfig config = *preset_config("XINT8");
+  config.global.bias.reset();
+  config.extra.int32_bias = false;
+  const Quantized q = quantize_with(model, config);
+  EXPECT_EQ(q.summary.opset_from, 10);
+  EXPECT_EQ(q.summary.opset_to, 11);
+  int float_bias_readers = 0;
+  for (const auto& node : q.model.graph().node()) float_bias_readers += node.input_size() > 2 && node.input(2) == "up.bias";
+  EXPECT_EQ(float_bias_readers, 1);
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 5);
+  const auto ref = run_first_output(model, inputs);
+  const auto got = run_first_output(q.model, inputs);  // the Round error before
+  EXPECT_LE(max_abs_diff(ref, got), 0.10f * max_abs(ref));
+  EXPECT_GT(max_abs_diff(ref, got), 0.0f);
+}
+
 TEST(RewriteInsertQdq, Int16ActivationsRaiseOpsetTo21) {
   const Quantized q = quantize_with(testing::conv_chain(1), *preset_config("A16W8"));
   EXPECT_EQ(q.summary.opset_to, 21);
