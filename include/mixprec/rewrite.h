@@ -95,6 +95,10 @@ struct RewriteSummary {
   // Body nodes (If/Loop/Scan, by path) left float although their config gives them an integer
   // format: calibration never saw their activations (no sample took that branch).
   std::vector<std::string> unobserved;
+  // Conv/ConvTranspose/Gemm nodes with a float32 weight next to a quantized input, which ONNX
+  // Runtime quantizes to int8 itself when it loads the model (src/rewrite/ort_weight_quantization.h);
+  // quantize_model warns about them.
+  std::vector<std::string> ort_quantized_weights;
 };
 
 // Rewrites a PREPARED float model (see prepare_model) so each node gets the formats of its

@@ -4,7 +4,8 @@
 //                   → (SmoothQuant) one float pass for the MatMul activations' ranges, smooth them
 //   quantize_model: insert Q/DQ and cast pairs → (OrtCpuFusion) place them for ONNX Runtime's
 //                   CPU fusions → (MatMulNBits) 4-bit MatMul weights as MatMulNBits → raise the
-//                   opset as far as the formats need
+//                   opset as far as the formats need → warn about the float weights ONNX
+//                   Runtime will quantize itself
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "mixprec/algorithms.h"
 #include "mixprec/config.h"
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "mixprec/rewrite.h"
 #include "rewrite/constants_to_initializers.h"
 #include "rewrite/fold_affine.h"
@@ -21,6 +23,7 @@
 #include "rewrite/graph_edit.h"
 #include "rewrite/insert_qdq.h"
 #include "rewrite/matmul_nbits.h"
+#include "rewrite/ort_weight_quantization.h"
 #include "rewrite/place_for_ort_fusion.h"
 #include "rewrite/upgrade_opset.h"
 
@@ -127,6 +130,18 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                       std::to_string(count) + " x " + kind);
   }
   for (const std::string& done : run_added_passes(out, options.passes, label)) s.notes.push_back("pass " + done);
+  s.ort_quantized_weights = rewrite::ort_quantized_float_weights(out, label);
+  if (!s.ort_quantized_weights.empty()) {
+    const std::vector<std::string>& nodes = s.ort_quantized_weights;
+    constexpr size_t kNamed = 3;
+    const std::vector<std::string> named(nodes.begin(), nodes.begin() + static_cast<long>(std::min(kNamed, nodes.size())));
+    log_warning(label + ": " + std::to_string(nodes.size()) +
+                " Conv/ConvTranspose/Gemm nodes keep float weights next to a quantized input (" + text::join(named, ", ") +
+                (nodes.size() > kNamed ? ", ..." : "") +
+                "); ONNX Runtime quantizes such weights to int8 itself when it loads the model (per tensor, "
+                "symmetric; its WeightBiasQuantization, at every optimization level but none), so they run as int8 "
+                "here and in any ONNX Runtime deployment: give them a weight format, or keep their input float too");
+  }
   return out;
 }
 
