@@ -21,7 +21,8 @@ build: setup
 # The target is PSNR > 30 dB: with the default pass-rate criterion (99.9 %) even full BF16
 # misses on this model (99.82 %), which guide reports and stops on. The search is a bisection
 # over the layer-error ranking (two passes to rank, ~log2 steps, two more to rank again after
-# each step that misses), and the BF16 budget is lifted
+# each step that misses, one for the fewest layers with the INT8 islands between them lifted
+# where that is cheaper), and the BF16 budget is lifted
 # because this detector's INT8 error is spread over most of its layers (see the README).
 # guide exits 3 when the final model misses its target: a verdict, not a failure of the demo.
 # --no-recover: the recovery ladder (bias correction, then AdaRound: 19.2 -> 26.3 dB here) costs

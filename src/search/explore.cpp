@@ -742,6 +742,7 @@ class Explorer : public search::SearchObserver {
         break;
     }
     info.stop_reason = outcome.stop_reason;
+    if (!cost) fill_islands_step(outcome, limits, full_within ? all_lifted.time_vs_bf16 : 0);
     // The run ends at this rung when it is the last or when something in it meets the criterion.
     if (options_.pareto && (last || best_.pass || full_within)) fill_curve(outcome.order, limits);
     if (full_within) on_best(everything, all_lifted);
@@ -774,6 +775,29 @@ class Explorer : public search::SearchObserver {
                  {"layers", j}};
     if (rung_ > 1) file.update(rung_file_note());
     write_file_atomically(sensitivity_file(), file.dump(2));
+  }
+
+  // After a bisection or greedy that meets the criterion: its fewest layers with the INT8 islands
+  // between them lifted where the cost model says that saves time (search::fill_islands), one
+  // evaluation, when that is expected cheaper than the answer kept so far and than the full lift
+  // (`full_time`, 0 when the full lift is outside the budgets). A passing fill competes for the
+  // answer like any assignment seen.
+  void fill_islands_step(const search::SearchOutcome& outcome, const search::SearchLimits& limits, double full_time) {
+    if (!outcome.best.pass || result_.steps.size() >= max_steps_) return;
+    const std::set<std::string> filled = search::fill_islands(outcome.lifted, limits.budget, *replay_);
+    if (filled == outcome.lifted) return;
+    const double expected = replay_->cost(filled).time_vs_bf16;
+    double to_beat = best_.pass ? best_time_ : 1.0;
+    if (full_time > 0) to_beat = std::min(to_beat, full_time);
+    if (expected >= to_beat - search::kSameTime) return;
+    if (limits.time_budget > 0 && expected > limits.time_budget) return;
+    const std::string label = std::to_string(outcome.lifted.size()) + " + " +
+                              std::to_string(filled.size() - outcome.lifted.size()) + " filling INT8 islands";
+    const Score score = replay_->evaluate(filled, label);
+    if (score.pass) on_best(filled, score);  // kept when cheaper (on_best)
+    on_step(search::scored_step(result_.steps.size() + 1, label, score.pass ? Decision::kMeets : Decision::kMisses,
+                                score, best_lifted_.size()),
+            score, filled);
   }
 
   // --pareto: what max_iterations leaves goes to prefixes of the final order (the top k lifted)

@@ -147,6 +147,13 @@ SearchOutcome greedy(const std::vector<std::string>& ranking, const Score& start
 SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& start, const Score& all_lifted,
                         const SearchLimits& limits, Evaluator& evaluator, SearchObserver& observer);
 
+// `lifted` with INT8 islands (runs of candidates left INT8, Evaluator::islands) lifted whole,
+// the one saving the most expected time first, as long as one saves more than kSameTime and
+// the result stays within `budget` layers: the boundaries around a small INT8 island inside a
+// lifted region can cost more than the island's BF16 compute. The cost model alone decides (no
+// evaluation); the caller evaluates the result. Deterministic.
+std::set<std::string> fill_islands(const std::set<std::string>& lifted, size_t budget, const Evaluator& evaluator);
+
 // The cheapest assignment that meets the criterion (expected time, cost_model.h), from the
 // top down: `all_lifted` (every candidate lifted) must meet it.
 //  1. measure: each candidate demoted alone from the full lift (one evaluation each): its

@@ -21,6 +21,7 @@
 #include "mixprec/model_io.h"
 #include "mixprec/stop.h"
 #include "support/explore_models.h"
+#include "support/model_builder.h"
 #include "support/temp_dir.h"
 
 namespace mixprec {
@@ -674,6 +675,69 @@ TEST_F(ExploreTest, BisectionReusesTheFullLiftBaselineWhenTheBudgetAllowsEveryLa
   if (r.lifted_layers.size() != 2) {
     EXPECT_NE(r.stop_reason.find("kept the cheapest"), std::string::npos) << r.stop_reason;
   }
+}
+
+// x -> spread_1 (Add 1000 to channel 0) -> mix_1 -> carry -> spread_2 -> mix_2 -> tail_1 -> tail_2
+// -> tail_3 -> y, [1, 16] tensors, MatMuls 16 x 16 (256 MACs). The mix layers lose the other
+// channels to a range of 1000 in INT8 (their weights read channel 0 with zeros, so what they
+// write has an ordinary range); carry and the tails (identities) read ordinary values. On ve2 an
+// INT8 MatMul saves 128 BF16-MACs and a boundary costs 16 elements x 8 = 128: an INT8 carry
+// between lifted neighbours costs 2 boundaries (256) for 128 saved.
+onnx::ModelProto sandwich_model() {
+  constexpr int64_t kWidth = 16;
+  std::vector<float> spread(kWidth, 0.0f), identity(kWidth * kWidth, 0.0f);
+  spread[0] = 1000;
+  for (int64_t i = 0; i < kWidth; ++i) identity[static_cast<size_t>(i * kWidth + i)] = 1;
+  std::vector<float> mix = testing::deterministic_values(kWidth * kWidth, 7, 0.5f);
+  std::fill(mix.begin(), mix.begin() + kWidth, 0.0f);  // row 0: channel 0 does not reach the output
+  testing::ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {1, kWidth})
+      .add_output("y", onnx::TensorProto::FLOAT, {1, kWidth})
+      .add_initializer("c_spread", {kWidth}, spread)
+      .add_initializer("w_mix", {kWidth, kWidth}, mix)
+      .add_initializer("w_identity", {kWidth, kWidth}, identity)
+      .add_node("Add", {"x", "c_spread"}, {"wide_1"}, {}, "spread_1")
+      .add_node("MatMul", {"wide_1", "w_mix"}, {"mixed_1"}, {}, "mix_1")
+      .add_node("MatMul", {"mixed_1", "w_identity"}, {"carried"}, {}, "carry")
+      .add_node("Add", {"carried", "c_spread"}, {"wide_2"}, {}, "spread_2")
+      .add_node("MatMul", {"wide_2", "w_mix"}, {"t_0"}, {}, "mix_2");
+  for (int i = 1; i <= 3; ++i) {
+    const std::string in = "t_" + std::to_string(i - 1);
+    b.add_node("MatMul", {in, "w_identity"}, {i == 3 ? "y" : "t_" + std::to_string(i)}, {}, "tail_" + std::to_string(i));
+  }
+  return b.build();
+}
+
+// The bisection's fewest are the two mix layers: 2 x 256 lifted + 4 x 128 INT8 + 4 boundaries x
+// 128 (wide_1, mixed_1, wide_2, t_0) = 1536, full BF16's 6 x 256 exactly. Filling the INT8
+// islands between and before them (spread_1, then carry + spread_2: each removes boundaries for
+// at most carry's 128) leaves 3 x 256 + 3 x 128 + t_0's 128 = 1280, 0.833x; lifting the tails
+// too would add 384 to save 128. One evaluation, kept as the answer, and a resumed run replays it.
+TEST_F(ExploreTest, TheBisectionsFewestLayersWithTheirInt8IslandsLiftedAreTheCheaperAnswer) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(sandwich_model(), p.setup.model_path);
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 1.0;
+  p.setup.work_dir = path("whole");
+  const ExploreResult r = explore(p);
+  ASSERT_GE(r.steps.size(), 2u) << r.stop_reason;
+  const ExploreStep& fewest = r.steps[r.steps.size() - 2];
+  const ExploreStep& filled = r.steps.back();
+  EXPECT_EQ(fewest.layer, "top 1");
+  EXPECT_EQ(fewest.decision, Decision::kMisses);
+  EXPECT_EQ(filled.layer, "2 + 3 filling INT8 islands");
+  EXPECT_EQ(filled.decision, Decision::kMeets);
+  EXPECT_NEAR(filled.time_vs_bf16, 1280.0 / 1536.0, 1e-9);
+  EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"carry", "mix_1", "mix_2", "spread_1", "spread_2"}));
+  EXPECT_NEAR(r.final_time_vs_bf16, 1280.0 / 1536.0, 1e-9);
+  EXPECT_TRUE(r.final_verdict.pass);
+  EXPECT_NE(r.stop_reason.find("the top 2 ranked layers are the fewest"), std::string::npos) << r.stop_reason;
+  for (const auto& step : r.steps) {
+    if (step.layer == "top 2") {
+      EXPECT_NEAR(step.time_vs_bf16, 1.0, 1e-9);
+    }
+  }
+  expect_resume_ends_like(p, "whole");
 }
 
 TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {

@@ -345,6 +345,27 @@ TEST(BisectionSearch, TheBudgetItselfMissing) {
 // The cost search from the full lift: G + 2 log2 G + 5 evaluations at most, baselines included.
 size_t evaluation_bound(size_t g) { return g + 2 * static_cast<size_t>(std::ceil(std::log2(static_cast<double>(g)))) + 5; }
 
+// A chain a..g of unit-MAC layers (INT8 at half BF16's time), a boundary costing 0.6, with a, c
+// and g lifted: 3 + 4 x 0.5 + 4 boundaries x 0.6 = 7.4, 1.0571x of 7. Lifting the INT8 island {b}
+// removes two boundaries: 4 + 1.5 + 1.2 = 6.7, 0.9571x. From there the island {d, e, f} would
+// cost 7 (1.0x) and d alone 5 + 1 + 1.2 = 7.2: nothing else saves, so {a, b, c, g} it is.
+TEST(FillIslands, LiftsTheIslandsWhoseBoundariesCostMoreThanTheirCompute) {
+  PlantedEvaluator fake({{"a", {0, 0}}, {"b", {0, 0}}, {"c", {0, 0}}, {"d", {0, 0}}, {"e", {0, 0}}, {"f", {0, 0}},
+                         {"g", {0, 0}}},
+                        1, 0);
+  fake.boundary = 0.6;
+  const std::set<std::string> lifted = {"a", "c", "g"};
+  EXPECT_NEAR(fake.cost(lifted).time_vs_bf16, 7.4 / 7, 1e-12);
+  const std::set<std::string> filled = fill_islands(lifted, 7, fake);
+  EXPECT_EQ(filled, (std::set<std::string>{"a", "b", "c", "g"}));
+  EXPECT_NEAR(fake.cost(filled).time_vs_bf16, 6.7 / 7, 1e-12);
+  EXPECT_TRUE(fake.labels.empty());  // the cost model alone: nothing evaluated
+
+  EXPECT_EQ(fill_islands(lifted, 3, fake), lifted);  // the budget allows no more layers
+  fake.boundary = 0;                                 // free boundaries: lifting only adds time
+  EXPECT_EQ(fill_islands(lifted, 7, fake), lifted);
+}
+
 TEST(CostSearch, FindsInteractingLayersThatAreEachUselessAlone) {
   // "a" and "b" each feed one of two outputs; the worst output decides. Lifting either alone
   // from full INT8 changes nothing (the other output stays worst), so SPEC's greedy skips both
