@@ -59,13 +59,15 @@ bool quantized_at_load(const ir::GraphView& graph, size_t index, const std::set<
 
 }  // namespace
 
-std::vector<std::string> ort_quantized_float_weights(const onnx::ModelProto& model, const std::string& label) {
+std::vector<OrtQuantizedWeight> ort_quantized_float_weights(const onnx::ModelProto& model, const std::string& label) {
   const ir::GraphView view(model.graph(), label);
   std::set<std::string> fed;
   for (const auto& input : model.graph().input()) fed.insert(input.name());
-  std::vector<std::string> found;
+  std::vector<OrtQuantizedWeight> found;
   for (const ir::NodeRef& ref : view.nested_nodes()) {
-    if (quantized_at_load(*ref.graph, ref.index, fed)) found.push_back(ir::node_label(ref));
+    if (!quantized_at_load(*ref.graph, ref.index, fed)) continue;
+    const onnx::NodeProto& node = ref.node();
+    found.push_back({ir::node_label(ref), node.input_size() >= 3 && !node.input(2).empty()});
   }
   return found;
 }

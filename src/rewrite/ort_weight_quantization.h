@@ -22,9 +22,13 @@
 
 namespace mixprec::rewrite {
 
-// Labels (ir::node_label: the name, or "<op>#<index>", scoped in bodies) of the nodes whose
-// float32 weight initializer ONNX Runtime quantizes to int8 at load, in nested topological order.
-// `label` names the model if its graph is malformed (ir::GraphView's kBadInput).
-std::vector<std::string> ort_quantized_float_weights(const onnx::ModelProto& model, const std::string& label);
+struct OrtQuantizedWeight {
+  std::string node;        // ir::node_label: the name, or "<op>#<index>", scoped in bodies
+  bool with_bias = false;  // its float bias gets int32 codes too, through a Round (opset 11)
+};
+
+// The nodes whose float32 weight initializer ONNX Runtime quantizes to int8 at load, in nested
+// topological order. `label` names the model if its graph is malformed (ir::GraphView's kBadInput).
+std::vector<OrtQuantizedWeight> ort_quantized_float_weights(const onnx::ModelProto& model, const std::string& label);
 
 }  // namespace mixprec::rewrite

@@ -3,9 +3,9 @@
 //                   → (FoldConvAffine) fold per-channel Mul/Add into Conv → (CLE) equalize layers
 //                   → (SmoothQuant) one float pass for the MatMul activations' ranges, smooth them
 //   quantize_model: insert Q/DQ and cast pairs → (OrtCpuFusion) place them for ONNX Runtime's
-//                   CPU fusions → (MatMulNBits) 4-bit MatMul weights as MatMulNBits → raise the
-//                   opset as far as the formats need → warn about the float weights ONNX
-//                   Runtime will quantize itself
+//                   CPU fusions → (MatMulNBits) 4-bit MatMul weights as MatMulNBits → find the
+//                   float weights ONNX Runtime will quantize itself → raise the opset as far as
+//                   the formats (and its Round there) need → warn about those weights
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -25,6 +25,7 @@
 #include "rewrite/matmul_nbits.h"
 #include "rewrite/ort_weight_quantization.h"
 #include "rewrite/place_for_ort_fusion.h"
+#include "rewrite/qdq_pairs.h"
 #include "rewrite/upgrade_opset.h"
 
 namespace mixprec {
@@ -115,6 +116,13 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                         (nbits.kept.size() > 1 ? "; ..." : "") + ")");
     }
   }
+  // Float weights ONNX Runtime quantizes itself at load: said below; with a bias, its Round
+  // needs opset 11 (as for a float bias between integer operands, insert_qdq).
+  const std::vector<rewrite::OrtQuantizedWeight> at_load = rewrite::ort_quantized_float_weights(out, label);
+  for (const auto& weight : at_load) {
+    s.ort_quantized_weights.push_back(weight.node);
+    if (weight.with_bias) needed = std::max(needed, rewrite::kOpsetOrtBiasQuantization);
+  }
   const OpsetUpgradeResult upgrade = upgrade_opset(out, std::max(needed, s.opset_from), label, rank_of);
   s.opset_to = rewrite::default_opset(out);
   // One note per kind of adaptation ("18 x Clip: min/max attributes -> inputs"), not per node.
@@ -130,7 +138,6 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
                       std::to_string(count) + " x " + kind);
   }
   for (const std::string& done : run_added_passes(out, options.passes, label)) s.notes.push_back("pass " + done);
-  s.ort_quantized_weights = rewrite::ort_quantized_float_weights(out, label);
   if (!s.ort_quantized_weights.empty()) {
     const std::vector<std::string>& nodes = s.ort_quantized_weights;
     constexpr size_t kNamed = 3;
