@@ -21,6 +21,7 @@
 #include "mixprec/runtime.h"
 #include "mixprec/sample_source.h"
 #include "support/float_compare.h"
+#include "support/memory_source.h"
 #include "support/model_builder.h"
 
 namespace mixprec {
@@ -38,17 +39,7 @@ using testing::ModelBuilder;
 
 constexpr const char* kLabel = "test";
 
-// Samples given in memory.
-class Samples : public SampleSource {
- public:
-  explicit Samples(std::vector<NamedTensors> samples) : samples_(std::move(samples)) {}
-  size_t size() const override { return samples_.size(); }
-  NamedTensors sample(size_t index) const override { return samples_.at(index); }
-  std::string describe() const override { return std::to_string(samples_.size()) + " samples in memory"; }
-
- private:
-  std::vector<NamedTensors> samples_;
-};
+using Samples = testing::MemorySamples;
 
 Tensor flag(bool value) {
   Tensor t(DType::kBool, {});
