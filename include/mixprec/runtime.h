@@ -53,8 +53,9 @@ std::string runtime_library();
 size_t runtime_log_messages();
 // Every session built after this in the process also registers the ONNX Runtime custom-op
 // library at `path` (its RegisterCustomOps entry), e.g. the ops a plugin brings. Registering the
-// same library again, at this path or another (same bytes), registers it once, from the path
-// given last. kBadInput naming `path` when it cannot be read or ONNX Runtime does not load it.
+// same library again, at this path or another (same bytes), registers it once. The library is
+// loaded once and kept loaded: deleting or replacing the file afterwards changes no later
+// session. kBadInput naming `path` when it cannot be read or ONNX Runtime does not load it.
 void register_custom_op_library(const std::string& path);
 
 // Whether ONNX Runtime's CPU kernels for u8 activations x s8 weights (the fused QLinearConv,

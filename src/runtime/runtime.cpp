@@ -35,13 +35,14 @@ namespace fs = std::filesystem;
 namespace {
 
 struct ApiSource {
+  const OrtApiBase* base = nullptr;
   const OrtApi* api = nullptr;
   std::string library;  // "linked" or the MIXPREC_ORT_LIB path
 };
 
 ApiSource load_api() {
   const char* path = std::getenv("MIXPREC_ORT_LIB");
-  if (path == nullptr || *path == '\0') return {OrtGetApiBase()->GetApi(ORT_API_VERSION), "linked"};
+  if (path == nullptr || *path == '\0') return {OrtGetApiBase(), OrtGetApiBase()->GetApi(ORT_API_VERSION), "linked"};
   const std::string label = std::string("MIXPREC_ORT_LIB=") + path;
   // Kept loaded for the life of the process: the API table points into it.
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -59,7 +60,7 @@ ApiSource load_api() {
                                " does not offer API version " + std::to_string(ORT_API_VERSION) +
                                ", which mixprec was built against; use ONNX Runtime 1." + std::to_string(ORT_API_VERSION) + " or newer");
   }
-  return {api, path};
+  return {base, api, path};
 }
 
 // Sets the C++ API's table once per process; every entry point calls it first.
@@ -202,11 +203,26 @@ Ort::Session create_session(Ort::SessionOptions& so, const std::string& label, c
 
 // ONNX Runtime custom-op libraries every session registers (register_custom_op_library), by
 // content digest: one library found at two paths registers its domain once (twice, the session
-// fails "Domain already set in registry"); the path last given is the one kept.
+// fails "Domain already set in registry"). Each is loaded once and stays loaded for the life of
+// the process, and each session calls its RegisterCustomOps entry (what ONNX Runtime's
+// RegisterCustomOpsLibrary does after loading it again from the path): a library deleted or
+// replaced on disk after registering changes nothing for the sessions that follow.
+using RegisterCustomOpsFn = OrtStatus*(ORT_API_CALL*)(OrtSessionOptions*, const OrtApiBase*);
 struct CustomOpLibrary {
   std::string digest;  // of the file's bytes
-  std::string path;
+  std::string path;    // the first path it was registered from (for messages)
+  RegisterCustomOpsFn register_ops = nullptr;
 };
+
+// Registers `library`'s ops with `so`; kRuntime naming `label` when the library's entry fails.
+void add_custom_ops(OrtSessionOptions* so, const CustomOpLibrary& library, const std::string& label) {
+  const ApiSource& source = ensure_api();
+  if (OrtStatus* status = library.register_ops(so, source.base)) {
+    const std::string why = source.api->GetErrorMessage(status);
+    source.api->ReleaseStatus(status);
+    throw Error(ErrorKind::kRuntime, label, "custom-op library " + library.path + ": RegisterCustomOps failed: " + why);
+  }
+}
 std::mutex custom_op_libraries_mutex;
 std::vector<CustomOpLibrary>& custom_op_libraries() {
   static std::vector<CustomOpLibrary> libraries;  // in the order registered
@@ -219,7 +235,7 @@ Ort::SessionOptions make_session_options(const SessionOptions& options, const st
   if (custom_ops != nullptr) so.Add(custom_ops);
   {
     const std::lock_guard lock(custom_op_libraries_mutex);
-    for (const CustomOpLibrary& library : custom_op_libraries()) so.RegisterCustomOpsLibrary(library.path.c_str());
+    for (const CustomOpLibrary& library : custom_op_libraries()) add_custom_ops(so, library, label);
   }
   // Quark's operators, so Quark-made and block-format models run on CPU.
   for (OrtCustomOpDomain* domain : quark_op_domains()) so.Add(domain);
@@ -812,24 +828,28 @@ void register_custom_op_library(const std::string& path) {
   Fnv1a digest;
   digest.add(std::string(std::istreambuf_iterator<char>(file), {}));
   const std::string key = digest.hex();
-  // Known already (at any path; the caller holds the lock): the path given last is kept.
-  const auto known = [&] {
-    const auto it = std::ranges::find(custom_op_libraries(), key, &CustomOpLibrary::digest);
-    if (it != custom_op_libraries().end()) it->path = path;
-    return it != custom_op_libraries().end();
-  };
-  {
-    const std::lock_guard lock(custom_op_libraries_mutex);
-    if (known()) return;
+  const std::lock_guard lock(custom_op_libraries_mutex);
+  if (std::ranges::find(custom_op_libraries(), key, &CustomOpLibrary::digest) != custom_op_libraries().end()) return;
+  // Loaded for the life of the process: the ops' kernels live in it.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    throw_bad_input(path, std::string("ONNX Runtime does not load it as a custom-op library: ") +
+                              (why ? why : "unknown reason"));
+  }
+  CustomOpLibrary library{.digest = key, .path = path,
+                          .register_ops = reinterpret_cast<RegisterCustomOpsFn>(dlsym(handle, "RegisterCustomOps"))};
+  if (library.register_ops == nullptr) {
+    dlclose(handle);
+    throw_bad_input(path, "ONNX Runtime does not load it as a custom-op library: it has no RegisterCustomOps entry");
   }
   try {
     Ort::SessionOptions probe;
-    probe.RegisterCustomOpsLibrary(path.c_str());
-  } catch (const Ort::Exception& e) {
-    throw_bad_input(path, std::string("ONNX Runtime does not load it as a custom-op library: ") + e.what());
+    add_custom_ops(probe, library, path);
+  } catch (const Error& e) {
+    throw_bad_input(path, "ONNX Runtime does not load it as a custom-op library: " + e.message());
   }
-  const std::lock_guard lock(custom_op_libraries_mutex);
-  if (!known()) custom_op_libraries().push_back({.digest = key, .path = path});
+  custom_op_libraries().push_back(std::move(library));
 }
 
 }  // namespace mixprec

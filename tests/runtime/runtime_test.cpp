@@ -1,6 +1,7 @@
 #include "mixprec/runtime.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -115,15 +116,17 @@ TEST(RuntimeSession, ModelOnnxRuntimeRejectsIsBadInput) {
 }
 
 // One custom-op library found at two paths (a plugin's copy in two folders) registers its
-// domain once: twice, every later session failed "Domain already set in registry". The copy
-// named last is the one kept, so the first may go.
+// domain once: twice, every later session failed "Domain already set in registry". It is loaded
+// once and kept loaded, so sessions built after its files are gone still have its ops (before,
+// each session loaded it again from the path, and a deleted plugin folder failed every one).
 class RuntimeCustomOps : public testing::TempDirTest {};
 
-TEST_F(RuntimeCustomOps, OneLibraryAtTwoPathsRegistersOnce) {
+TEST_F(RuntimeCustomOps, OneLibraryAtTwoPathsRegistersOnceAndOutlivesItsFiles) {
   for (const char* copy : {"a.so", "b.so"}) std::filesystem::copy_file(MIXPREC_TEST_OPS_LIB, path(copy));
   register_custom_op_library(path("a.so"));
   register_custom_op_library(path("b.so"));
   std::filesystem::remove(path("a.so"));
+  std::filesystem::remove(path("b.so"));
   const onnx::ModelProto doubled = ModelBuilder()
                                        .opset(1, "test.mixprec")
                                        .add_input("x", onnx::TensorProto::FLOAT, {1, 3})
@@ -140,7 +143,18 @@ TEST_F(RuntimeCustomOps, OneLibraryAtTwoPathsRegistersOnce) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_NE(std::string(e.what()).find("a.so: cannot read"), std::string::npos) << e.what();
   }
-  register_custom_op_library(MIXPREC_TEST_OPS_LIB);  // the build's copy stays for later sessions
+  // A file that is no shared library at all: one line naming it, nothing registered.
+  std::ofstream(path("notes.so")) << "not a library\n";
+  try {
+    register_custom_op_library(path("notes.so"));
+    FAIL() << "a text file registered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("notes.so: ONNX Runtime does not load it as a custom-op library"),
+              std::string::npos)
+        << e.what();
+  }
+  Session::from_model(doubled, "doubled");  // later sessions are not touched by the refused file
 }
 
 }  // namespace
