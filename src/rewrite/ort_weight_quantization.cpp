@@ -20,7 +20,8 @@ bool is_scalar(const ir::GraphView& graph, const std::string& name) {
   const onnx::ValueInfoProto* info = graph.resolve_value_info(name);
   if (info == nullptr || !info->type().tensor_type().has_shape()) return false;
   const auto& shape = info->type().tensor_type().shape();
-  return shape.dim_size() == 0 || (shape.dim_size() == 1 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() == 1);
+  return shape.dim_size() == 0 ||
+         (shape.dim_size() == 1 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() == 1);
 }
 
 // The node's only way out reaches a QuantizeLinear, through Relu or Clip at most, with one

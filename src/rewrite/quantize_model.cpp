@@ -141,10 +141,10 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
   if (!s.ort_quantized_weights.empty()) {
     const std::vector<std::string>& nodes = s.ort_quantized_weights;
     constexpr size_t kNamed = 3;
-    const std::vector<std::string> named(nodes.begin(), nodes.begin() + static_cast<long>(std::min(kNamed, nodes.size())));
+    const auto end = nodes.begin() + static_cast<long>(std::min(kNamed, nodes.size()));
     log_warning(label + ": " + std::to_string(nodes.size()) +
-                " Conv/ConvTranspose/Gemm nodes keep float weights next to a quantized input (" + text::join(named, ", ") +
-                (nodes.size() > kNamed ? ", ..." : "") +
+                " Conv/ConvTranspose/Gemm nodes keep float weights next to a quantized input (" +
+                text::join(std::vector<std::string>(nodes.begin(), end), ", ") + (nodes.size() > kNamed ? ", ..." : "") +
                 "); ONNX Runtime quantizes such weights to int8 itself when it loads the model (per tensor, "
                 "symmetric; its WeightBiasQuantization, at every optimization level but none), so they run as int8 "
                 "here and in any ONNX Runtime deployment: give them a weight format, or keep their input float too");

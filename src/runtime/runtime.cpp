@@ -223,6 +223,7 @@ void add_custom_ops(OrtSessionOptions* so, const CustomOpLibrary& library, const
     throw Error(ErrorKind::kRuntime, label, "custom-op library " + library.path + ": RegisterCustomOps failed: " + why);
   }
 }
+
 std::mutex custom_op_libraries_mutex;
 std::vector<CustomOpLibrary>& custom_op_libraries() {
   static std::vector<CustomOpLibrary> libraries;  // in the order registered
@@ -847,6 +848,7 @@ void register_custom_op_library(const std::string& path) {
     Ort::SessionOptions probe;
     add_custom_ops(probe, library, path);
   } catch (const Error& e) {
+    dlclose(handle);
     throw_bad_input(path, "ONNX Runtime does not load it as a custom-op library: " + e.message());
   }
   custom_op_libraries().push_back(std::move(library));

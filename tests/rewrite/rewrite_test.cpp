@@ -221,7 +221,9 @@ TEST(RewriteInsertQdq, AConvTransposeFloatBiasBetweenIntegerOperandsRaisesOpset1
   EXPECT_EQ(q.summary.opset_from, 10);
   EXPECT_EQ(q.summary.opset_to, 11);
   int float_bias_readers = 0;
-  for (const auto& node : q.model.graph().node()) float_bias_readers += node.input_size() > 2 && node.input(2) == "up.bias";
+  for (const auto& node : q.model.graph().node()) {
+    float_bias_readers += node.input_size() > 2 && node.input(2) == "up.bias";
+  }
   EXPECT_EQ(float_bias_readers, 1);
 
   const Session session = Session::from_model(model, "test");

@@ -703,7 +703,8 @@ onnx::ModelProto sandwich_model() {
       .add_node("MatMul", {"wide_2", "w_mix"}, {"t_0"}, {}, "mix_2");
   for (int i = 1; i <= 3; ++i) {
     const std::string in = "t_" + std::to_string(i - 1);
-    b.add_node("MatMul", {in, "w_identity"}, {i == 3 ? "y" : "t_" + std::to_string(i)}, {}, "tail_" + std::to_string(i));
+    const std::string out = i == 3 ? "y" : "t_" + std::to_string(i);
+    b.add_node("MatMul", {in, "w_identity"}, {out}, {}, "tail_" + std::to_string(i));
   }
   return b.build();
 }
