@@ -748,8 +748,7 @@ class Explorer : public search::SearchObserver {
     if (full_within) on_best(everything, all_lifted);
     if (best_.pass && best_lifted_ != evaluator_->assignment_for(outcome.lifted)) {
       const std::string kept = std::to_string(best_lifted_.size()) + " lifted at " + text::fixed(best_time_, 3) +
-                               "x full " + (ladder_.size() == 1 ? lift : std::string("BF16")) + ", " +
-                               objective_->name() + " " + text::fixed(best_.objective);
+                               "x full BF16, " + objective_->name() + " " + text::fixed(best_.objective);
       info.stop_reason += outcome.best.pass ? "; kept the cheapest assignment seen that meets the criterion (the "
                                               "most accurate of those within " + text::fixed(search::kSameTime, 3) +
                                               "x of its time) instead: " + kept + " (the search's: " +
