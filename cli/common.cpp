@@ -154,6 +154,11 @@ void SearchFlags::add_to(CLI::App& cmd) {
                           "each bisection round that misses and each accepted greedy promotion (layer-error or "
                           "injected-noise; default: on for bisection)");
   cmd.add_flag("--no-adaptive", no_adaptive, "rank once, before the search (bisection's way before --adaptive)")->excludes(on);
+  cmd.add_option("--trim", trim,
+                 "after a bisection or greedy that meets the criterion, up to N evaluations each drop one of its "
+                 "layers back to INT8, the lowest-ranked first, kept when the criterion still holds (within "
+                 "--max-iters)")
+      ->capture_default_str();
 }
 
 SearchOptions SearchFlags::resolve() const {
@@ -167,6 +172,7 @@ SearchOptions SearchFlags::resolve() const {
   if (!calib_method.empty()) options.calib_method = parse_calib_method(calib_method);
   options.pareto = pareto;
   if (adaptive || no_adaptive) options.adaptive = adaptive;
+  options.trim = trim;
   if (time_budget < 0 || budget < 0) throw_bad_input("", "--bf16-budget and --time-budget must not be negative");
   return options;
 }

@@ -172,7 +172,7 @@ struct SetupFlags {
 };
 
 // explore's and guide's search flags: --ranking, --search, --lift, --bf16-budget, --time-budget,
-// --max-iters, --calib-method, --pareto.
+// --max-iters, --calib-method, --pareto, --adaptive / --no-adaptive, --trim.
 struct SearchFlags {
   std::string ranking = "layer-error", search = "greedy", lift = "BF16", calib_method;
   double budget = 0.3;
@@ -180,6 +180,7 @@ struct SearchFlags {
   size_t max_iterations = 0;
   bool pareto = false;
   bool adaptive = false, no_adaptive = false;
+  size_t trim = 0;
 
   void add_to(CLI::App& cmd);
   SearchOptions resolve() const;

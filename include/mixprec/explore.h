@@ -103,6 +103,11 @@ struct SearchOptions {
   // model measured: det 320 PSNR > 30 0.757x full BF16 against 0.898x, det 640 0.789x against
   // 1.000x), off otherwise (SPEC's greedy stays as SPEC has it).
   std::optional<bool> adaptive;
+  // After a bisection or greedy that meets the criterion, up to this many evaluations (within
+  // max_iterations, one kept for the island fill) each drop one of its fewest layers back to
+  // INT8, the lowest-ranked first, kept when the criterion still holds (search::trim): fewer
+  // layers lifted where the ranking put a layer the others make unneeded. 0: no trimming.
+  size_t trim = 0;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
   // disk are reused, the ledger's steps are replayed without evaluation, and the search goes on
   // from the first step not recorded, ending as an uninterrupted run would. The run's settings
@@ -206,6 +211,7 @@ struct ExploreResult {
   size_t evaluations_this_run = 0;
   size_t reranks = 0;              // adaptive ranking: re-scorings of the remaining candidates
   size_t rerank_evaluations = 0;   // ... and the evaluation passes they took (in `evaluations`)
+  size_t trimmed = 0;              // layers trimming dropped from the searches' fewest (SearchOptions::trim)
   size_t resumed_steps = 0;        // steps replayed from the ledger (resume)
   double calibration_seconds = 0;  // 0 when statistics were reused
   // Expected compute time on the device relative to full BF16 (MAC-weighted nominal speeds of

@@ -248,6 +248,7 @@ class Explorer : public search::SearchObserver {
       step.lift = ladder_[rung_ - 1];
     }
     add_point(step.index, step.layer, evaluator_->assignment_for(lifted), score);
+    if (!score.pass) misses_.insert(evaluator_->assignment_for(lifted));
     if (score.replayed) {
       const ExploreStep& recorded = *replay_->recorded(step.index);
       if (recorded.decision != step.decision) {
@@ -391,7 +392,8 @@ class Explorer : public search::SearchObserver {
                             {"seed", data.data.seed},
                             {"preprocess", data.preprocess},
                             {"image_size", {data.image_height, data.image_width}}}},
-            {"adaptive", adaptive_}};
+            {"adaptive", adaptive_},
+            {"trim", options_.trim}};
   }
 
   // The ledger's complete steps, after checking run.json against this run's settings.
@@ -399,6 +401,7 @@ class Explorer : public search::SearchObserver {
     const std::string run_path = work_file("run.json");
     Json previous = json_text::parse_json(read_file(run_path, "run settings"), run_path, "valid JSON");
     if (previous.is_object() && !previous.contains("adaptive")) previous["adaptive"] = false;  // written before it existed
+    if (previous.is_object() && !previous.contains("trim")) previous["trim"] = 0;                // so was this
     for (const auto& [key, value] : current.items()) {
       if (!previous.contains(key) || previous[key] != value) {
         throw_bad_input(run_path, "the run to resume used another " + key + " (" +
@@ -741,6 +744,15 @@ class Explorer : public search::SearchObserver {
         outcome = search::greedy(ranking, start, limits, *replay_, *this);
         break;
     }
+    if (!cost && options_.trim > 0 && outcome.best.pass) {
+      // One step stays for the island fill after it.
+      const size_t left = max_steps_ - std::min(max_steps_, result_.steps.size());
+      const size_t tries = std::min(options_.trim, left > 0 ? left - 1 : 0);
+      const size_t before = outcome.lifted.size();
+      outcome = search::trim(outcome, tries, [this](const std::set<std::string>& lifted) { return missed(lifted); },
+                             *replay_, *this);
+      result_.trimmed += before - outcome.lifted.size();
+    }
     info.stop_reason = outcome.stop_reason;
     if (!cost) fill_islands_step(outcome, limits, full_within ? all_lifted.time_vs_bf16 : 0);
     // The run ends at this rung when it is the last or when something in it meets the criterion.
@@ -819,6 +831,9 @@ class Explorer : public search::SearchObserver {
               score, lifted);
     }
   }
+
+  // Whether `lifted` (at the current rung) was a step of this run that missed the criterion.
+  bool missed(const std::set<std::string>& lifted) const { return misses_.count(evaluator_->assignment_for(lifted)) > 0; }
 
   // Every evaluated assignment is a point of the trade-off curve.
   void add_point(size_t step, const std::string& label, const Assignment& lifted, const Score& score) {
@@ -928,6 +943,8 @@ class Explorer : public search::SearchObserver {
                     {"adaptive", adaptive_},
                     {"reranks", result_.reranks},
                     {"rerank_evaluations", result_.rerank_evaluations},
+                    {"trim", options_.trim},
+                    {"trimmed", result_.trimmed},
                     {"search", to_string(options_.search)},
                     {"stop_reason", result_.stop_reason},
                     {"compute_layers", result_.compute_layers},
@@ -998,6 +1015,7 @@ class Explorer : public search::SearchObserver {
   double best_time_ = 1;
   std::vector<ParetoPoint> points_;                   // every evaluated assignment
   std::vector<std::pair<size_t, Assignment>> point_sets_;  // index into points_ -> its assignment
+  std::set<Assignment> misses_;                            // the steps' assignments that missed
   bool have_best_ = false;  // final.onnx holds a best so far
   std::optional<Assignment> pending_best_;  // a replayed best whose model is not built yet
   size_t loaded_ranking_evaluations_ = 0, rebuild_evaluations_ = 0;

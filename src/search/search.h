@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -153,6 +154,20 @@ SearchOutcome bisection(const std::vector<std::string>& ranking, const Score& st
 // lifted region can cost more than the island's BF16 compute. The cost model alone decides (no
 // evaluation); the caller evaluates the result. Deterministic.
 std::set<std::string> fill_islands(const std::set<std::string>& lifted, size_t budget, const Evaluator& evaluator);
+
+// Whether an assignment was measured before and missed the criterion (no evaluation needed).
+using KnownMiss = std::function<bool(const std::set<std::string>&)>;
+
+// A bisection's or greedy's passing answer (`found`: its lifted set, score and final order)
+// trimmed (trim.cpp): the lowest-ranked lifted layer whose drop misses the criterion is kept as
+// needed, the layers ranked just above it dropped back to INT8 in the largest block that still
+// meets it (block sizes 1, 2, 4, ... until one misses, then bisected), and so on up the order.
+// At most `tries` evaluations, labelled "trim: drop the <d> lowest-ranked of <n> (<k> left)"
+// and reported as meets / misses; a drop `known_miss` says missed before costs none. The result
+// is the smallest passing set evaluated, with its score, and found's stop reason with what
+// trimming did; found itself when it misses or `tries` is 0. Deterministic.
+SearchOutcome trim(const SearchOutcome& found, size_t tries, const KnownMiss& known_miss, Evaluator& evaluator,
+                   SearchObserver& observer);
 
 // The cheapest assignment that meets the criterion (expected time, cost_model.h), from the
 // top down: `all_lifted` (every candidate lifted) must meet it.

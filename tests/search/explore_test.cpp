@@ -741,6 +741,47 @@ TEST_F(ExploreTest, TheBisectionsFewestLayersWithTheirInt8IslandsLiftedAreTheChe
   expect_resume_ends_like(p, "whole");
 }
 
+// Trimming the same run: the bisection's fewest are the two mix layers, and each is needed.
+// Dropping the lower-ranked one leaves the top 1 the bisection measured (a miss, no
+// evaluation); dropping the other misses (one evaluation); then the fill as before. run.json and
+// summary.json record the setting, and a resumed run replays the drop.
+TEST_F(ExploreTest, TrimmingKeepsTheFewestLayersTheCriterionNeeds) {
+  ExploreParams p = params(Ranking::kDynamicRange);
+  save_model(sandwich_model(), p.setup.model_path);
+  p.search.search = SearchMode::kBisection;
+  p.search.bf16_budget = 1.0;
+  p.search.trim = 5;
+  p.setup.work_dir = path("whole");
+  const ExploreResult r = explore(p);
+  ASSERT_GE(r.steps.size(), 3u) << r.stop_reason;
+  EXPECT_EQ(r.steps[r.steps.size() - 3].layer, "top 1");  // the bisection's last step: a miss
+  EXPECT_EQ(r.steps[r.steps.size() - 3].decision, Decision::kMisses);
+  const ExploreStep& drop = r.steps[r.steps.size() - 2];
+  EXPECT_EQ(drop.layer, "trim: drop the 1 lowest-ranked of 1 (1 left)");
+  EXPECT_EQ(drop.decision, Decision::kMisses);
+  EXPECT_EQ(r.steps.back().layer, "2 + 3 filling INT8 islands");
+  EXPECT_EQ(r.trimmed, 0u);
+  EXPECT_EQ(r.lifted_layers, (std::vector<std::string>{"carry", "mix_1", "mix_2", "spread_1", "spread_2"}));
+  EXPECT_NE(r.stop_reason.find("fewest that meet the criterion; trimming dropped 0 of them in 1 evaluation (2 left)"),
+            std::string::npos)
+      << r.stop_reason;
+  const auto run = nlohmann::json::parse(file(path("whole/run.json")));
+  EXPECT_EQ(run.at("trim"), 5);
+  const auto summary = nlohmann::json::parse(file(path("whole/summary.json")));
+  EXPECT_EQ(summary.at("trim"), 5);
+  EXPECT_EQ(summary.at("trimmed"), 0);
+  expect_resume_ends_like(p, "whole");
+
+  // Resuming with another setting is refused, naming it.
+  p.search.trim = 0;
+  try {
+    explore(p);
+    ADD_FAILURE() << "resumed with another trim";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("another trim (5 vs 0)"), std::string::npos) << e.message();
+  }
+}
+
 TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
   ExploreParams p = params(Ranking::kDynamicRange);
   save_model(two_sensitive_layers_model(), p.setup.model_path);

@@ -349,6 +349,94 @@ size_t evaluation_bound(size_t g) { return g + 2 * static_cast<size_t>(std::ceil
 // and g lifted: 3 + 4 x 0.5 + 4 boundaries x 0.6 = 7.4, 1.0571x of 7. Lifting the INT8 island {b}
 // removes two boundaries: 4 + 1.5 + 1.2 = 6.7, 0.9571x. From there the island {d, e, f} would
 // cost 7 (1.0x) and d alone 5 + 1 + 1.2 = 7.2: nothing else saves, so {a, b, c, g} it is.
+// What trimming may take as measured: the trials a search reported as misses.
+KnownMiss misses_of(const Recorder& rec) {
+  return [&rec](const std::set<std::string>& lifted) {
+    for (size_t i = 0; i < rec.trials.size(); ++i) {
+      if (rec.trials[i] == lifted && rec.steps[i].decision == Decision::kMisses) return true;
+    }
+    return false;
+  };
+}
+
+// A ranking that puts a harmless layer inside the prefix: a, b and c each add 1e-2, z nothing,
+// d and e 1e-6; 40 dB needs noise <= 1e-4, i.e. a, b and c lifted. Ranked a, z, b, c, d, e, the
+// bisection's fewest is the top 4 (the top 3 leave c: 20 dB). Trimming, the lowest-ranked
+// first: dropping c gives the top 3 the bisection measured (a miss, no evaluation): c is
+// needed. Dropping b misses (1 evaluation): needed. Dropping z meets (2e-6, 57 dB), dropping z
+// and a misses: z goes, a is needed. 3 evaluations.
+TEST(TrimSearch, KeepsEachNeededLayerAndDropsTheRankingsMistake) {
+  const std::map<std::string, PlantedEvaluator::Layer> layers = {
+      {"a", {0, 1e-2}}, {"b", {0, 1e-2}}, {"c", {0, 1e-2}}, {"d", {0, 1e-6}}, {"e", {0, 1e-6}}, {"z", {0, 0}}};
+  const std::vector<std::string> ranking = {"a", "z", "b", "c", "d", "e"};
+  PlantedEvaluator fake(layers, 1, 40.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({ranking.begin(), ranking.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome found = bisection(ranking, start, all, limits(6), fake, rec);
+  ASSERT_EQ(found.lifted, (std::set<std::string>{"a", "b", "c", "z"}));
+  fake.labels.clear();
+
+  Recorder trimmed;
+  const SearchOutcome out = trim(found, 10, misses_of(rec), fake, trimmed);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(out.best.pass);
+  EXPECT_NEAR(out.best.objective, 10 * std::log10(1 / 2e-6), 1e-9);
+  EXPECT_EQ(fake.labels, (std::vector<std::string>{"trim: drop the 1 lowest-ranked of 3 (3 left)",
+                                                   "trim: drop the 1 lowest-ranked of 2 (3 left)",
+                                                   "trim: drop the 2 lowest-ranked of 2 (2 left)"}));
+  ASSERT_EQ(trimmed.steps.size(), 3u);
+  EXPECT_EQ(trimmed.steps[0].decision, Decision::kMisses);
+  EXPECT_EQ(trimmed.steps[1].decision, Decision::kMeets);
+  EXPECT_EQ(trimmed.steps[2].decision, Decision::kMisses);
+  EXPECT_EQ(trimmed.bests, (std::vector<std::set<std::string>>{{"a", "b", "c"}}));
+  EXPECT_EQ(out.stop_reason, found.stop_reason + "; trimming dropped 1 of them in 3 evaluations (3 left)");
+
+  // A search that missed, or no tries: returned as it is, without an evaluation.
+  fake.labels.clear();
+  SearchOutcome missed = found;
+  missed.best.pass = false;
+  EXPECT_EQ(trim(missed, 10, misses_of(rec), fake, trimmed).lifted, found.lifted);
+  EXPECT_EQ(trim(found, 0, misses_of(rec), fake, trimmed).stop_reason, found.stop_reason);
+  EXPECT_TRUE(fake.labels.empty());
+}
+
+// h and c add 1e-2 each, u1..u9 nothing, d 1e-6; ranked h, u1..u9, c, d, 40 dB needs h and c.
+// The bisection's fewest is the top 11 (c ranked 11th). Trimming: dropping c is the top 10, a
+// miss measured: c is needed. Then blocks of the 10 above it: 1, 2, 4 and 8 meet, 10 (h too)
+// misses, 9 meets: 6 evaluations for 9 layers, where one at a time takes 10.
+TEST(TrimSearch, DropsABlockInLog2Evaluations) {
+  std::map<std::string, PlantedEvaluator::Layer> layers = {{"h", {0, 1e-2}}, {"c", {0, 1e-2}}, {"d", {0, 1e-6}}};
+  std::vector<std::string> ranking = {"h"};
+  for (int i = 1; i <= 9; ++i) {
+    ranking.push_back(std::string("u").append(std::to_string(i)));
+    layers[ranking.back()] = {0, 0};
+  }
+  ranking.insert(ranking.end(), {"c", "d"});
+  PlantedEvaluator fake(layers, 1, 40.0);
+  const Score start = fake.evaluate({}, "full INT8");
+  const Score all = fake.evaluate({ranking.begin(), ranking.end()}, "full BF16");
+  Recorder rec;
+  const SearchOutcome found = bisection(ranking, start, all, limits(12), fake, rec);
+  ASSERT_EQ(found.lifted.size(), 11u);
+  fake.labels.clear();
+
+  Recorder trimmed;
+  const SearchOutcome out = trim(found, 20, misses_of(rec), fake, trimmed);
+  EXPECT_EQ(out.lifted, (std::set<std::string>{"c", "h"}));
+  std::vector<std::string> drops;
+  for (const auto& step : trimmed.steps) drops.push_back(step.layer.substr(0, step.layer.find(" lowest")));
+  EXPECT_EQ(drops, (std::vector<std::string>{"trim: drop the 1", "trim: drop the 2", "trim: drop the 4",
+                                             "trim: drop the 8", "trim: drop the 10", "trim: drop the 9"}));
+  EXPECT_EQ(out.stop_reason, found.stop_reason + "; trimming dropped 9 of them in 6 evaluations (2 left)");
+
+  // Three tries: blocks of 1, 2 and 4 meet, the 8 is not tried; the 4 are dropped.
+  Recorder short_of_tries;
+  const SearchOutcome three = trim(found, 3, misses_of(rec), fake, short_of_tries);
+  EXPECT_EQ(three.lifted, (std::set<std::string>{"c", "h", "u1", "u2", "u3", "u4", "u5"}));
+  EXPECT_EQ(three.stop_reason, found.stop_reason + "; trimming dropped 4 of them in 3 evaluations (7 left)");
+}
+
 TEST(FillIslands, LiftsTheIslandsWhoseBoundariesCostMoreThanTheirCompute) {
   PlantedEvaluator fake({{"a", {0, 0}}, {"b", {0, 0}}, {"c", {0, 0}}, {"d", {0, 0}}, {"e", {0, 0}}, {"f", {0, 0}},
                          {"g", {0, 0}}},
