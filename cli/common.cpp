@@ -155,9 +155,10 @@ void SearchFlags::add_to(CLI::App& cmd) {
                           "injected-noise; default: on for bisection)");
   cmd.add_flag("--no-adaptive", no_adaptive, "rank once, before the search (bisection's way before --adaptive)")->excludes(on);
   cmd.add_option("--trim", trim,
-                 "after a bisection or greedy that meets the criterion, up to N evaluations each drop one of its "
-                 "layers back to INT8, the lowest-ranked first, kept when the criterion still holds (within "
-                 "--max-iters)")
+                 "after a bisection or greedy that meets the criterion, up to N evaluations (within --max-iters) "
+                 "drop its layers back to INT8 where the criterion still holds: the lowest-ranked whose drop "
+                 "misses is kept, the block ranked above it dropped (sizes 1, 2, 4, ... then bisected), on up "
+                 "the order (0: off)")
       ->capture_default_str();
 }
 

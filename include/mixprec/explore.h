@@ -104,9 +104,12 @@ struct SearchOptions {
   // 1.000x), off otherwise (SPEC's greedy stays as SPEC has it).
   std::optional<bool> adaptive;
   // After a bisection or greedy that meets the criterion, up to this many evaluations (within
-  // max_iterations, one kept for the island fill) each drop one of its fewest layers back to
-  // INT8, the lowest-ranked first, kept when the criterion still holds (search::trim): fewer
-  // layers lifted where the ranking put a layer the others make unneeded. 0: no trimming.
+  // max_iterations, one kept for the island fill) drop its fewest layers back to INT8 where the
+  // criterion still holds (search::trim): the lowest-ranked layer whose drop misses is kept, the
+  // largest block ranked above it that can go is dropped, and so on up the order. A ranking
+  // that puts one needed layer low lifts every layer above it; trimming finds it (det 320x320,
+  // PSNR > 30, 100 evaluations: fewest 218 -> 91 with layer-error, 132 -> 44 with
+  // injected-noise). 0: no trimming.
   size_t trim = 0;
   // Continue from the work dir's ledger (after a crash or Ctrl-C): the statistics and ranking on
   // disk are reused, the ledger's steps are replayed without evaluation, and the search goes on
