@@ -63,6 +63,7 @@ class Trim {
         (*pass ? meets : misses) = d;
       }
       rest_.resize(rest_.size() - meets);
+      if (rest_.empty()) break;         // every layer not found needed was dropped
       if (misses - meets != 1) break;  // out of tries before the block was found
       // Dropping one more misses: the lowest-ranked layer left is needed.
       pinned_.insert(rest_.back());

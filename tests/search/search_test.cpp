@@ -430,6 +430,20 @@ TEST(TrimSearch, DropsABlockInLog2Evaluations) {
                                              "trim: drop the 8", "trim: drop the 10", "trim: drop the 9"}));
   EXPECT_EQ(out.stop_reason, found.stop_reason + "; trimming dropped 9 of them in 6 evaluations (2 left)");
 
+  // Everything above a needed layer can go: u1..u3 add nothing, c is needed and ranked 4th.
+  // Dropping c is the top 3 (a miss measured); blocks of 1, 2 and then all 3 above it meet.
+  Recorder low_rec;
+  PlantedEvaluator only_c({{"u1", {0, 0}}, {"u2", {0, 0}}, {"u3", {0, 0}}, {"c", {0, 1e-2}}, {"d", {0, 1e-6}}}, 1, 40.0);
+  const std::vector<std::string> five = {"u1", "u2", "u3", "c", "d"};
+  const SearchOutcome c_found = bisection(five, only_c.evaluate({}, "full INT8"),
+                                          only_c.evaluate({five.begin(), five.end()}, "full BF16"), limits(5), only_c,
+                                          low_rec);
+  ASSERT_EQ(c_found.lifted.size(), 4u);
+  Recorder all_rec;
+  const SearchOutcome only = trim(c_found, 10, misses_of(low_rec), only_c, all_rec);
+  EXPECT_EQ(only.lifted, (std::set<std::string>{"c"}));
+  EXPECT_EQ(only.stop_reason, c_found.stop_reason + "; trimming dropped 3 of them in 3 evaluations (1 left)");
+
   // Three tries: blocks of 1, 2 and 4 meet, the 8 is not tried; the 4 are dropped.
   Recorder short_of_tries;
   const SearchOutcome three = trim(found, 3, misses_of(rec), fake, short_of_tries);
