@@ -135,8 +135,8 @@ enum class Decision {
   kAccepted,    // greedy: the objective improved (by more than the metric's min_gain), kept
   kSkipped,     // greedy: no change beyond min_gain, not kept (retried once after the first sweep)
   kRolledBack,  // greedy: worse, not kept
-  kMeets,       // bisection: the top k meet the criterion
-  kMisses,      // bisection: they miss it
+  kMeets,       // bisection: the top k meet the criterion; trimming: so does the set without a block
+  kMisses,      // bisection: they miss it; trimming: the set without the block misses it
   kMeasured,    // cost search: a layer demoted alone from the full lift, to price it; the trade-off
                 // curve: a point filled in
 };
