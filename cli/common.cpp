@@ -154,12 +154,12 @@ void SearchFlags::add_to(CLI::App& cmd) {
                           "each bisection round that misses and each accepted greedy promotion (layer-error or "
                           "injected-noise; default: on for bisection)");
   cmd.add_flag("--no-adaptive", no_adaptive, "rank once, before the search (bisection's way before --adaptive)")->excludes(on);
-  cmd.add_option("--trim", trim,
-                 "after a bisection or greedy that meets the criterion, up to N evaluations (within --max-iters) "
-                 "drop its layers back to INT8 where the criterion still holds: the lowest-ranked whose drop "
-                 "misses is kept, the block ranked above it dropped (sizes 1, 2, 4, ... then bisected), on up "
-                 "the order (0: off)")
-      ->capture_default_str();
+  trim_option = cmd.add_option("--trim", trim,
+                               "after a bisection or greedy that meets the criterion, up to N evaluations (within "
+                               "--max-iters, one kept for the island fill) drop its layers back to INT8 where the "
+                               "criterion still holds: the lowest-ranked whose drop misses is kept, the block ranked "
+                               "above it dropped (sizes 1, 2, 4, ... then bisected), on up the order (0: off; default: " +
+                                   std::to_string(kDefaultTrim) + " for a bisection without --pareto, off otherwise)");
 }
 
 SearchOptions SearchFlags::resolve() const {
@@ -173,7 +173,7 @@ SearchOptions SearchFlags::resolve() const {
   if (!calib_method.empty()) options.calib_method = parse_calib_method(calib_method);
   options.pareto = pareto;
   if (adaptive || no_adaptive) options.adaptive = adaptive;
-  options.trim = trim;
+  if (trim_option && trim_option->count() > 0) options.trim = trim;
   if (time_budget < 0 || budget < 0) throw_bad_input("", "--bf16-budget and --time-budget must not be negative");
   return options;
 }

@@ -180,7 +180,8 @@ struct SearchFlags {
   size_t max_iterations = 0;
   bool pareto = false;
   bool adaptive = false, no_adaptive = false;
-  size_t trim = 0;
+  size_t trim = kDefaultTrim;
+  CLI::Option* trim_option = nullptr;  // given: trim as said; else SearchOptions' default
 
   void add_to(CLI::App& cmd);
   SearchOptions resolve() const;

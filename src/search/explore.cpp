@@ -181,6 +181,7 @@ class Explorer : public search::SearchObserver {
       : params_(params),
         options_(params.search),
         adaptive_(adaptive_ranking(params.search)),
+        trim_(trim_tries(params.search)),
         on_step_(on_step),
         start_(Clock::now()) {}
 
@@ -393,7 +394,7 @@ class Explorer : public search::SearchObserver {
                             {"preprocess", data.preprocess},
                             {"image_size", {data.image_height, data.image_width}}}},
             {"adaptive", adaptive_},
-            {"trim", options_.trim}};
+            {"trim", trim_}};
   }
 
   // The ledger's complete steps, after checking run.json against this run's settings.
@@ -744,10 +745,10 @@ class Explorer : public search::SearchObserver {
         outcome = search::greedy(ranking, start, limits, *replay_, *this);
         break;
     }
-    if (!cost && options_.trim > 0 && outcome.best.pass) {
+    if (!cost && trim_ > 0 && outcome.best.pass) {
       // One step stays for the island fill after it.
       const size_t left = max_steps_ - std::min(max_steps_, result_.steps.size());
-      const size_t tries = std::min(options_.trim, left > 0 ? left - 1 : 0);
+      const size_t tries = std::min(trim_, left > 0 ? left - 1 : 0);
       const size_t before = outcome.lifted.size();
       outcome = search::trim(outcome, tries, [this](const std::set<std::string>& lifted) { return missed(lifted); },
                              *replay_, *this);
@@ -943,7 +944,7 @@ class Explorer : public search::SearchObserver {
                     {"adaptive", adaptive_},
                     {"reranks", result_.reranks},
                     {"rerank_evaluations", result_.rerank_evaluations},
-                    {"trim", options_.trim},
+                    {"trim", trim_},
                     {"trimmed", result_.trimmed},
                     {"search", to_string(options_.search)},
                     {"stop_reason", result_.stop_reason},
@@ -996,6 +997,7 @@ class Explorer : public search::SearchObserver {
   const ExploreParams& params_;
   const SearchOptions& options_;
   bool adaptive_;  // adaptive_ranking(options_)
+  size_t trim_;    // trim_tries(options_)
   const StepCallback& on_step_;
   Clock::time_point start_;
   ExploreResult result_;
@@ -1025,6 +1027,10 @@ class Explorer : public search::SearchObserver {
 
 bool adaptive_ranking(const SearchOptions& options) {
   return options.adaptive.value_or(options.search == SearchMode::kBisection && scores_a_state(options.ranking));
+}
+
+size_t trim_tries(const SearchOptions& options) {
+  return options.trim.value_or(options.search == SearchMode::kBisection && !options.pareto ? kDefaultTrim : 0);
 }
 
 const EnumNames<Ranking>& ranking_names() {

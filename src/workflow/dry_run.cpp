@@ -10,6 +10,7 @@
 
 #include "mixprec/devices.h"
 #include "mixprec/error.h"
+#include "mixprec/explore.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
 #include "mixprec/recommend.h"
@@ -71,7 +72,8 @@ Recommendation recommend(const DryRunReport& report, const std::string& int8_pre
 // The evaluations each search spends at most, from G candidates: two baselines (full INT8, full
 // lift), the start's calibration methods beyond the first, then layer-error's two passes and
 // greedy's min(50, G) steps or bisection's log2(0.3 G) + 1 with, by default, a re-ranking (two
-// passes) after each step that misses; the cost search's G + 2 log2 G + 3.
+// passes) after each step that misses and kDefaultTrim trim steps within what min(50, G) leaves
+// (one kept for the island fill); the cost search's G + 2 log2 G + 3.
 std::vector<ExploreEstimate> explore_estimates(size_t g, const DryRunRow& int8, const DeviceProfile& device) {
   const auto ceil_log2 = [](size_t n) {
     return static_cast<size_t>(std::ceil(std::log2(static_cast<double>(std::max<size_t>(2, n)))));
@@ -80,9 +82,11 @@ std::vector<ExploreEstimate> explore_estimates(size_t g, const DryRunRow& int8, 
   for (const auto& method : all_calib_methods()) methods += method.power_of_two == device.requires_power_of_two ? 1 : 0;
   const size_t fixed = 2 + (methods > 0 ? methods - 1 : 0);
   const size_t budget = std::max<size_t>(1, static_cast<size_t>(0.3 * static_cast<double>(g)));
+  const size_t steps = std::min<size_t>(50, g), bisection = std::min(steps, ceil_log2(budget) + 1);
+  const size_t trim = std::min(kDefaultTrim, steps - bisection > 0 ? steps - bisection - 1 : 0);
   const std::vector<std::pair<const char*, size_t>> counts = {
-      {"greedy", fixed + 2 + std::min<size_t>(50, g)},
-      {"bisection", fixed + 2 + ceil_log2(budget) + 1 + 2 * ceil_log2(budget)},
+      {"greedy", fixed + 2 + steps},
+      {"bisection", fixed + 2 + bisection + 2 * ceil_log2(budget) + trim},
       {"cost", fixed + g + 2 * ceil_log2(g) + 3},
   };
   std::vector<ExploreEstimate> estimates;

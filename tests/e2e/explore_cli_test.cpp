@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "mixprec/explore.h"
 #include "mixprec/model_io.h"
 #include "mixprec/npy.h"
 #include "mixprec/random_data.h"
@@ -97,6 +100,21 @@ TEST_F(ExploreCliTest, ResumeWithOtherSettingsIsRefusedWithTheReason) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("run.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("max_iterations"), std::string::npos) << r.err;
+}
+
+// --trim not given: a bisection trims (kDefaultTrim, within --max-iters) unless --pareto wants
+// what is left; greedy does not. Given, it is as said. run.json records what the run used.
+TEST_F(ExploreCliTest, ABisectionTrimsByDefaultAndTrimZeroTurnsItOff) {
+  const auto trim_of = [&](const std::string& work_dir, const std::vector<std::string>& extra) {
+    const CliResult r = explore(work_dir, extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(read_file(path(work_dir + "/run.json"), "run settings")).at("trim").get<size_t>();
+  };
+  EXPECT_EQ(trim_of("bisection", {"--search", "bisection"}), kDefaultTrim);
+  EXPECT_EQ(trim_of("off", {"--search", "bisection", "--trim", "0"}), 0u);
+  EXPECT_EQ(trim_of("pareto", {"--search", "bisection", "--pareto"}), 0u);
+  EXPECT_EQ(trim_of("greedy", {}), 0u);
+  EXPECT_EQ(trim_of("greedy_trim", {"--trim", "3"}), 3u);
 }
 
 TEST_F(ExploreCliTest, CtrlCStopsAfterTheStepInProgressWithExit130AndTheBestOnDisk) {

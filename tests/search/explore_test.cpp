@@ -632,6 +632,7 @@ TEST_F(ExploreTest, BisectionFindsTheFewestTopRankedLayers) {
   save_model(two_sensitive_layers_model(), p.setup.model_path);
   p.search.search = SearchMode::kBisection;
   p.search.bf16_budget = 0.4;  // 2 of the 5 candidates
+  p.search.trim = 0;           // the bisection alone (trimming: TrimmingKeepsTheFewestLayers...)
   const ExploreResult r = explore(p);
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "top 2");  // the budget first
@@ -657,6 +658,7 @@ TEST_F(ExploreTest, BisectionReusesTheFullLiftBaselineWhenTheBudgetAllowsEveryLa
   save_model(two_sensitive_layers_model(), p.setup.model_path);
   p.search.search = SearchMode::kBisection;
   p.search.bf16_budget = 1.0;  // 5 of 5: "top 5" is full BF16, measured as a baseline already
+  p.search.trim = 0;
   const ExploreResult r = explore(p);
   ASSERT_EQ(r.steps.size(), 2u) << r.stop_reason;
   EXPECT_EQ(r.steps[0].layer, "top 2");
@@ -719,6 +721,7 @@ TEST_F(ExploreTest, TheBisectionsFewestLayersWithTheirInt8IslandsLiftedAreTheChe
   save_model(sandwich_model(), p.setup.model_path);
   p.search.search = SearchMode::kBisection;
   p.search.bf16_budget = 1.0;
+  p.search.trim = 0;  // the bisection and the fill alone; with trimming: the test after this
   p.setup.work_dir = path("whole");
   const ExploreResult r = explore(p);
   ASSERT_GE(r.steps.size(), 2u) << r.stop_reason;
@@ -741,16 +744,16 @@ TEST_F(ExploreTest, TheBisectionsFewestLayersWithTheirInt8IslandsLiftedAreTheChe
   expect_resume_ends_like(p, "whole");
 }
 
-// Trimming the same run: the bisection's fewest are the two mix layers, and each is needed.
-// Dropping the lower-ranked one leaves the top 1 the bisection measured (a miss, no
-// evaluation); dropping the other misses (one evaluation); then the fill as before. run.json and
-// summary.json record the setting, and a resumed run replays the drop.
+// Trimming the same run, as a bisection does by default (kDefaultTrim): the bisection's fewest
+// are the two mix layers, and each is needed. Dropping the lower-ranked one leaves the top 1 the
+// bisection measured (a miss, no evaluation); dropping the other misses (one evaluation); then
+// the fill as before. run.json and summary.json record the setting, and a resumed run replays
+// the drop.
 TEST_F(ExploreTest, TrimmingKeepsTheFewestLayersTheCriterionNeeds) {
   ExploreParams p = params(Ranking::kDynamicRange);
   save_model(sandwich_model(), p.setup.model_path);
   p.search.search = SearchMode::kBisection;
   p.search.bf16_budget = 1.0;
-  p.search.trim = 5;
   p.setup.work_dir = path("whole");
   const ExploreResult r = explore(p);
   ASSERT_GE(r.steps.size(), 3u) << r.stop_reason;
@@ -766,9 +769,9 @@ TEST_F(ExploreTest, TrimmingKeepsTheFewestLayersTheCriterionNeeds) {
             std::string::npos)
       << r.stop_reason;
   const auto run = nlohmann::json::parse(file(path("whole/run.json")));
-  EXPECT_EQ(run.at("trim"), 5);
+  EXPECT_EQ(run.at("trim"), kDefaultTrim);
   const auto summary = nlohmann::json::parse(file(path("whole/summary.json")));
-  EXPECT_EQ(summary.at("trim"), 5);
+  EXPECT_EQ(summary.at("trim"), kDefaultTrim);
   EXPECT_EQ(summary.at("trimmed"), 0);
   expect_resume_ends_like(p, "whole");
 
@@ -778,7 +781,8 @@ TEST_F(ExploreTest, TrimmingKeepsTheFewestLayersTheCriterionNeeds) {
     explore(p);
     ADD_FAILURE() << "resumed with another trim";
   } catch (const Error& e) {
-    EXPECT_NE(e.message().find("another trim (5 vs 0)"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("another trim (" + std::to_string(kDefaultTrim) + " vs 0)"), std::string::npos)
+        << e.message();
   }
 }
 
@@ -881,6 +885,23 @@ TEST(ExploreDefaults, AdaptiveRankingIsOnForABisectionOverAStateRankingUnlessSai
   o.search = SearchMode::kGreedy;
   o.adaptive = true;
   EXPECT_TRUE(adaptive_ranking(o));
+}
+
+TEST(ExploreDefaults, TrimmingIsOnForABisectionWithoutParetoUnlessSaidOtherwise) {
+  SearchOptions o;
+  EXPECT_EQ(trim_tries(o), 0u);  // SPEC's greedy, as SPEC has it
+  o.search = SearchMode::kBisection;
+  EXPECT_EQ(trim_tries(o), kDefaultTrim);
+  o.pareto = true;  // what max_iterations leaves goes to the curve
+  EXPECT_EQ(trim_tries(o), 0u);
+  o.trim = 7;
+  EXPECT_EQ(trim_tries(o), 7u);
+  o.search = SearchMode::kGreedy;
+  EXPECT_EQ(trim_tries(o), 7u);
+  o.trim = 0;
+  o.search = SearchMode::kBisection;
+  o.pareto = false;
+  EXPECT_EQ(trim_tries(o), 0u);
 }
 
 TEST(ExploreNames, RankingsAndSearchModes) {
