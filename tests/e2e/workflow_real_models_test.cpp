@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ TEST_F(WorkflowRealModel, DryRunOnTheClassifierRecommendsExploration) {
     }
   }
   EXPECT_EQ(r.recommendation.action, "explore") << r.recommendation.reason;
+  // The estimates for G = 117 candidates, beyond the same baselines: greedy 2 ranking passes +
+  // 50 steps = 52; bisection 2 + ceil(log2(0.3 G = 35)) + 1 = 7 steps + 2 re-ranking passes after each
+  // of 6 misses at most + the 50 - 7 - 1 = 42 trim steps the default --max-iters leaves (one
+  // kept for the island fill) = 63: 11 more.
+  ASSERT_EQ(r.candidates, 117u);
+  std::map<std::string, size_t> evaluations;
+  for (const auto& e : r.explore_estimates) evaluations[e.search] = e.evaluations;
+  EXPECT_EQ(evaluations.at("bisection"), evaluations.at("greedy") + 11);
 }
 
 // guide --explore on the detector at 160x160: full XINT8 misses PSNR > 30 dB, the bisection
