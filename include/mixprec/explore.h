@@ -122,12 +122,15 @@ struct SearchOptions {
 // Whether `options` rank adaptively: `adaptive` when given, else its default (above).
 bool adaptive_ranking(const SearchOptions& options);
 
+// The default max_iterations of greedy and bisection: min(kMaxIterationsCap, G).
+inline constexpr size_t kMaxIterationsCap = 50;
+
 // The default trimming of a bisection: as many evaluations as the default max_iterations
-// (min(50, G)) leaves. Measured on det 320x320 XINT8, PSNR > 30, default max_iterations, the
-// answer (after the island fill) by trim evaluations:
+// (min(kMaxIterationsCap, G)) leaves. Measured on det 320x320 XINT8, PSNR > 30, default
+// max_iterations, the answer (after the island fill) by trim evaluations:
 //   layer-error:    0: 235 layers at 0.746x full BF16; 20: 194 at 0.713x; 41 (all left): 189 at 0.713x
 //   injected-noise: 0: 227 at 0.895x;                  20: 216 at 0.886x; 41 (all left): 199 at 0.738x
-inline constexpr size_t kDefaultTrim = 50;
+inline constexpr size_t kDefaultTrim = kMaxIterationsCap;
 
 // The evaluations `options` allow trimming: `trim` when given, else its default (above).
 size_t trim_tries(const SearchOptions& options);

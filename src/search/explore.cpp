@@ -34,8 +34,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using search::Score;
 
-constexpr size_t kMaxIterationsCap = 50;
-
 constexpr EnumName<Ranking> kRankingRows[] = {
     {Ranking::kDynamicRange, "dynamic-range"},
     {Ranking::kMeasured, "measured"},

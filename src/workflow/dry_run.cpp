@@ -82,7 +82,7 @@ std::vector<ExploreEstimate> explore_estimates(size_t g, const DryRunRow& int8, 
   for (const auto& method : all_calib_methods()) methods += method.power_of_two == device.requires_power_of_two ? 1 : 0;
   const size_t fixed = 2 + (methods > 0 ? methods - 1 : 0);
   const size_t budget = std::max<size_t>(1, static_cast<size_t>(0.3 * static_cast<double>(g)));
-  const size_t steps = std::min<size_t>(50, g), bisection = ceil_log2(budget) + 1;
+  const size_t steps = std::min(kMaxIterationsCap, g), bisection = ceil_log2(budget) + 1;
   const size_t trim = std::min(kDefaultTrim, steps > bisection + 1 ? steps - bisection - 1 : 0);
   const std::vector<std::pair<const char*, size_t>> counts = {
       {"greedy", fixed + 2 + steps},
