@@ -400,9 +400,19 @@ class Explorer : public search::SearchObserver {
     const std::string run_path = work_file("run.json");
     Json previous = json_text::parse_json(read_file(run_path, "run settings"), run_path, "valid JSON");
     if (previous.is_object() && !previous.contains("adaptive")) previous["adaptive"] = false;  // written before it existed
-    if (previous.is_object() && !previous.contains("trim")) previous["trim"] = 0;                // so was this
+    // Written before trimming existed, and so before a bisection trimmed by default.
+    const bool before_trim = previous.is_object() && !previous.contains("trim");
+    if (before_trim) previous["trim"] = 0;
+    // Objects compare whatever their key order (a run.json rewritten by another tool reorders them).
+    const auto differ = [](const Json& a, const Json& b) {
+      return nlohmann::json::parse(a.dump()) != nlohmann::json::parse(b.dump());
+    };
     for (const auto& [key, value] : current.items()) {
-      if (!previous.contains(key) || previous[key] != value) {
+      if (key == "trim" && before_trim && differ(previous[key], value)) {
+        throw_bad_input(run_path, "the run to resume was written before a bisection trimmed by default (trim 0 vs " +
+                                      value.dump() + "): resume it with --trim 0, or use a fresh --work-dir");
+      }
+      if (!previous.contains(key) || differ(previous[key], value)) {
         throw_bad_input(run_path, "the run to resume used another " + key + " (" +
                                       (previous.contains(key) ? previous[key].dump() : "none") + " vs " + value.dump() +
                                       "): resume with the same settings or use a fresh --work-dir");

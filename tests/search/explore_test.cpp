@@ -784,6 +784,24 @@ TEST_F(ExploreTest, TrimmingKeepsTheFewestLayersTheCriterionNeeds) {
     EXPECT_NE(e.message().find("another trim (" + std::to_string(kDefaultTrim) + " vs 0)"), std::string::npos)
         << e.message();
   }
+
+  // A work dir written before trimming existed has no "trim" in run.json: it ran untrimmed, so
+  // resuming it with the default is refused with the way to resume it. (nlohmann::json writes
+  // the other keys back sorted: the check compares objects whatever their key order.)
+  const std::string run_json = p.setup.work_dir + "/run.json";  // the resumed work dir
+  auto old_run = nlohmann::json::parse(file(run_json));
+  old_run.erase("trim");
+  std::ofstream(run_json) << old_run.dump(2);
+  p.search.trim.reset();
+  try {
+    explore(p);
+    ADD_FAILURE() << "resumed an untrimmed run with the default trim";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("written before a bisection trimmed by default (trim 0 vs " + std::to_string(kDefaultTrim) +
+                               "): resume it with --trim 0"),
+              std::string::npos)
+        << e.message();
+  }
 }
 
 TEST_F(ExploreTest, BisectionStopsWhenTheBudgetItselfMisses) {
