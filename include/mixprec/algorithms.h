@@ -27,6 +27,7 @@ namespace mixprec {
 
 struct EqualizeSummary {
   size_t pairs = 0;            // head -> tail layer pairs equalized
+  size_t mul_tails = 0;        // heads equalized into the constant Mul after them
   int64_t steps = 0;           // equalization sweeps run
   size_t clip6_replaced = 0;   // Clip(0, 6) turned into Relu (ReplaceClip6Relu)
   double last_change = 0;      // of the last sweep: mean over pairs of the mean |s - 1|

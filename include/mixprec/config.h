@@ -180,6 +180,9 @@ struct ExtraOptions {
   // of the prepared model, CLESteps times (-1: until the weights stop changing);
   // CLEScaleAppendBias: a head channel's range includes its bias; ReplaceClip6Relu: Clip(0, 6)
   // becomes Relu first (not exact: values above 6 pass), so CLE also crosses ReLU6.
+  // CLEMulTails (mixprec's own): CLE also evens the rows of a Conv/Gemm read only by a Mul by
+  // a constant (an exporter's scale or BatchNorm multiplier), the Mul's constant taking the
+  // scale (algorithms/equalize_layers.cpp).
   // BiasCorrection: each quantized Conv/Gemm's mean output shift is added back to its bias.
   // IncludeSQ: SmoothQuant on the MatMul/Gemm layers with constant weights, SmoothAlpha the
   // share of each activation channel's range moved into the weights (in [0, 1]).
@@ -188,6 +191,7 @@ struct ExtraOptions {
   int64_t cle_steps = 1;                  // >= 1, or -1
   bool cle_scale_append_bias = true;
   bool replace_clip6_relu = false;
+  bool cle_mul_tails = false;
   bool bias_correction = false;
   BiasCorrectionMode bias_correction_mode = BiasCorrectionMode::kLayer;  // BiasCorrectionMode
   bool include_fast_ft = false;           // IncludeFastFT: run FastFinetune's method
@@ -297,6 +301,7 @@ struct CleSettings {
   int64_t steps = 1;               // -1: until the total weight change is below a threshold
   bool scale_append_bias = true;   // CLEScaleAppendBias
   bool replace_clip6_relu = false; // ReplaceClip6Relu
+  bool mul_tails = false;          // CLEMulTails
 
   bool operator==(const CleSettings&) const = default;
 };

@@ -116,7 +116,8 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
   const ExtraOptions& extra = config.extra;
   const CleSettings cle{.steps = extra.cle_steps,
                         .scale_append_bias = extra.cle_scale_append_bias,
-                        .replace_clip6_relu = extra.replace_clip6_relu};
+                        .replace_clip6_relu = extra.replace_clip6_relu,
+                        .mul_tails = extra.cle_mul_tails};
   if (extra.include_cle) recipe.cle = cle;
   if (extra.bias_correction) recipe.bias_correction = extra.bias_correction_mode;
   if (extra.include_sq) recipe.smooth_quant = SmoothQuantSettings{.alpha = extra.smooth_alpha};

@@ -153,6 +153,7 @@ struct Schema<ExtraOptions> {
       {"CLESteps", &ExtraOptions::cle_steps},
       {"CLEScaleAppendBias", &ExtraOptions::cle_scale_append_bias},
       {"ReplaceClip6Relu", &ExtraOptions::replace_clip6_relu},
+      {"CLEMulTails", &ExtraOptions::cle_mul_tails},
       {"BiasCorrection", &ExtraOptions::bias_correction},
       {"BiasCorrectionMode", &ExtraOptions::bias_correction_mode},
       {"IncludeFastFT", &ExtraOptions::include_fast_ft},

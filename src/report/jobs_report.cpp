@@ -60,7 +60,9 @@ std::string quantize_text(const QuantizeReport& r) {
     out << "calibration  reused " << r.stats_path << " (" << r.calibration_samples << " samples)\n";
   }
   if (const auto& cle = r.prepare.cle) {
-    out << "cle          " << cle->pairs << " layer pairs equalized, " << cle->steps << " step" << (cle->steps == 1 ? "" : "s")
+    out << "cle          " << cle->pairs << " layer pairs equalized, ";
+    if (cle->mul_tails) out << cle->mul_tails << " layers into the constant Mul after them, ";
+    out << cle->steps << " step" << (cle->steps == 1 ? "" : "s")
         << ", last change " << general(cle->last_change);
     if (cle->clip6_replaced) out << ", " << cle->clip6_replaced << " Clip(0,6) made Relu";
     out << ", " << fixed(cle->seconds) << " s\n";

@@ -243,6 +243,87 @@ TEST(AlgorithmsEqualize, ChainsThatWouldChangeTheOutputAreNotPaired) {
   EXPECT_EQ(equalize_layers(copy, {}, "test").pairs, 0u);
 }
 
+// x [1, 4, 2, 2] -> Conv "head" (1x1, rows [4, 4, 4, 4] and [2, 0, 0, 0], bias [1, 0.25]) ->
+// Mul by the constant "m" -> Add 0.5 -> y: PP-LCNet's learnable affine after a Conv.
+onnx::ModelProto mul_tail_model(const std::vector<int64_t>& m_dims, const std::vector<float>& m) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 4, 2, 2})
+      .add_initializer("w", {2, 4, 1, 1}, {4.0f, 4.0f, 4.0f, 4.0f, 2.0f, 0.0f, 0.0f, 0.0f})
+      .add_initializer("b", {2}, {1.0f, 0.25f})
+      .add_initializer("m", m_dims, m)
+      .add_initializer("half", {}, {0.5f})
+      .add_node("Conv", {"x", "w", "b"}, {"h"}, {}, "head")
+      .add_node("Mul", {"h", "m"}, {"s"}, {}, "scale")
+      .add_node("Add", {"s", "half"}, {"y"}, {}, "shift")
+      .add_output("y", TensorProto::FLOAT, {1, 2, 2, 2})
+      .build();
+}
+
+TEST(AlgorithmsEqualize, HandWorkedMulTail) {
+  const onnx::ModelProto model = mul_tail_model({}, {0.75f});
+  onnx::ModelProto equalized = model;
+  const EqualizeSummary summary = equalize_layers(equalized, {.mul_tails = true}, "test");
+  EXPECT_EQ(summary.pairs, 0u);
+  EXPECT_EQ(summary.mul_tails, 1u);
+  EXPECT_TRUE(summary.notes.empty());
+  // r = sqrt(largest |w| x sum |w|) = sqrt(4 x 16) = 8 and sqrt(2 x 2) = 2, so t = [1, 1/4]
+  // (the largest |w| alone would give 1/2, the sum alone 1/8). m t = [0.75, 0.1875]: on the
+  // grid 2^-7 that 0.75 sets (0.75 / 127 -> 2^-7), 96 and 24 steps, so nothing is rounded.
+  EXPECT_EQ(initializer(equalized, "w"), (std::vector<float>{4.0f, 4.0f, 4.0f, 4.0f, 8.0f, 0.0f, 0.0f, 0.0f}));
+  EXPECT_EQ(initializer(equalized, "b"), (std::vector<float>{1.0f, 1.0f}));
+  EXPECT_EQ(initializer(equalized, "m"), (std::vector<float>{0.75f, 0.1875f}));
+  for (const auto& init : equalized.graph().initializer()) {
+    if (init.name() == "m") {
+      EXPECT_EQ(std::vector<int64_t>(init.dims().begin(), init.dims().end()), (std::vector<int64_t>{2, 1, 1}));
+    }
+  }
+  // Every scale is a power of two: the outputs are bit-identical.
+  EXPECT_EQ(run(equalized, {1, 4, 2, 2}), run(model, {1, 4, 2, 2}));
+  EXPECT_NE(model_fingerprint(equalized), model_fingerprint(model));
+  // Off unless asked for (Quark's CLE has no Mul tails).
+  onnx::ModelProto plain = model;
+  EXPECT_EQ(equalize_layers(plain, {}, "test").mul_tails, 0u);
+  EXPECT_EQ(initializer(plain, "m"), (std::vector<float>{0.75f}));
+}
+
+TEST(AlgorithmsEqualize, MulTailConstantsLandOnThePowerOfTwoGrid) {
+  // A per-channel constant [1, 2, 1, 1] of 0.7 and -0.3: m t = [0.7, -0.075] rounds on the
+  // grid 2^-7 (0.7 / 127 -> 2^-7) to 90 and -10 steps; t is taken from the rounded values, so
+  // the model stays exact to float rounding.
+  const onnx::ModelProto model = mul_tail_model({1, 2, 1, 1}, {0.7f, -0.3f});
+  onnx::ModelProto equalized = model;
+  ASSERT_EQ(equalize_layers(equalized, {.mul_tails = true}, "test").mul_tails, 1u);
+  EXPECT_EQ(initializer(equalized, "m"), (std::vector<float>{90.0f / 128, -10.0f / 128}));
+  // t = [90 / 128 / 0.7, 10 / 128 / 0.3] = [1.00446, 0.26042]: row 1's 2 becomes 7.68.
+  const std::vector<float> w = initializer(equalized, "w");
+  EXPECT_NEAR(w[0], 4.0 / (90.0 / 128 / 0.7), 1e-5);
+  EXPECT_NEAR(w[4], 2.0 / (10.0 / 128 / 0.3), 1e-5);
+  expect_same_outputs(run(model, {1, 4, 2, 2}), run(equalized, {1, 4, 2, 2}));
+}
+
+TEST(AlgorithmsEqualize, MulsThatAreNotPerChannelTailsAreLeftAlone) {
+  // A constant along the width axis, not the channels: scaling channels would not commute.
+  onnx::ModelProto along_width = mul_tail_model({1, 1, 1, 2}, {0.5f, 2.0f});
+  const EqualizeSummary summary = equalize_layers(along_width, {.mul_tails = true}, "test");
+  EXPECT_EQ(summary.mul_tails, 0u);
+  // Two visible notes: no pairs, and no Mul tails.
+  ASSERT_EQ(summary.notes.size(), 2u);
+  EXPECT_NE(summary.notes[0].find("no Mul tails"), std::string::npos) << summary.notes[0];
+  EXPECT_NE(summary.notes[1].find("pairs: nothing equalized"), std::string::npos) << summary.notes[1];
+  EXPECT_EQ(initializer(along_width, "w"), initializer(mul_tail_model({1, 1, 1, 2}, {0.5f, 2.0f}), "w"));
+  // A Mul by another activation (an SE gate) is not a tail either.
+  onnx::ModelProto gated = ModelBuilder()
+                               .add_input("x", TensorProto::FLOAT, {1, 4, 2, 2})
+                               .add_initializer("w", {2, 4, 1, 1}, {4.0f, 4.0f, 4.0f, 4.0f, 2.0f, 0.0f, 0.0f, 0.0f})
+                               .add_node("Conv", {"x", "w"}, {"h"}, {}, "head")
+                               .add_node("Sigmoid", {"h"}, {"g"}, {}, "gate")
+                               .add_node("Conv", {"x", "w"}, {"h2"}, {}, "other")
+                               .add_node("Mul", {"h2", "g"}, {"y"}, {}, "scale")
+                               .add_output("y", TensorProto::FLOAT, {1, 2, 2, 2})
+                               .build();
+  EXPECT_EQ(equalize_layers(gated, {.mul_tails = true}, "test").mul_tails, 0u);
+}
+
 TEST(AlgorithmsEqualize, PrepareRunsItAfterFoldingAndCalibrationSeesIt) {
   QuantConfig config = *preset_config("XINT8");
   config.algorithms.push_back({.name = "cle", .cle_steps = 2});
