@@ -277,9 +277,11 @@ std::optional<std::vector<double>> per_channel(const onnx::TensorProto& proto, i
                                                const std::string& label) {
   int64_t count = 1;
   for (int64_t d : proto.dims()) count *= d;
+  // A constant of higher rank than the head's output would raise the Mul's output rank.
+  if (proto.dims_size() > rank) return std::nullopt;
   const auto values = tensor_from_proto(proto, label).to_floats();
   if (count == 1) return std::vector<double>(static_cast<size_t>(channels), values.at(0));
-  if (count != channels || proto.dims_size() > rank) return std::nullopt;
+  if (count != channels) return std::nullopt;
   // Right-aligned broadcasting: the C must sit at axis 1 of the output.
   const int64_t axis = 1 - (rank - proto.dims_size());
   if (axis < 0 || proto.dims(static_cast<int>(axis)) != channels) return std::nullopt;

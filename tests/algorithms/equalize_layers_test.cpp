@@ -311,6 +311,9 @@ TEST(AlgorithmsEqualize, MulsThatAreNotPerChannelTailsAreLeftAlone) {
   EXPECT_NE(summary.notes[0].find("no Mul tails"), std::string::npos) << summary.notes[0];
   EXPECT_NE(summary.notes[1].find("pairs: nothing equalized"), std::string::npos) << summary.notes[1];
   EXPECT_EQ(initializer(along_width, "w"), initializer(mul_tail_model({1, 1, 1, 2}, {0.5f, 2.0f}), "w"));
+  // A one-value constant of rank 5 makes the Mul's output rank 5: one per channel would not.
+  onnx::ModelProto higher_rank = mul_tail_model({1, 1, 1, 1, 1}, {0.5f});
+  EXPECT_EQ(equalize_layers(higher_rank, {.mul_tails = true}, "test").mul_tails, 0u);
   // A Mul by another activation (an SE gate) is not a tail either.
   onnx::ModelProto gated = ModelBuilder()
                                .add_input("x", TensorProto::FLOAT, {1, 4, 2, 2})

@@ -180,11 +180,15 @@ TEST(ConfigJsonTest, AlgoConfigAndQuarkExtraOptionsGiveOneRecipe) {
   EXPECT_EQ(parse_config(config_to_json(listed), kLabel), listed);  // round trip
 
   const QuantConfig extra = parse(R"({"extra_options": {"IncludeCLE": true, "CLESteps": -1, "ReplaceClip6Relu": true,
-                                                         "CLEScaleAppendBias": false, "BiasCorrection": true}})");
+                                                         "CLEScaleAppendBias": false, "BiasCorrection": true,
+                                                         "CLEMulTails": true}})");
   const AlgorithmRecipe same = algorithm_recipe(extra);
-  EXPECT_EQ(same.cle, (CleSettings{.steps = -1, .scale_append_bias = false, .replace_clip6_relu = true}));
+  EXPECT_EQ(same.cle, (CleSettings{.steps = -1, .scale_append_bias = false, .replace_clip6_relu = true, .mul_tails = true}));
   EXPECT_EQ(same.bias_correction, BiasCorrectionMode::kLayer);
   EXPECT_EQ(parse_config(config_to_json(extra), kLabel), extra);
+  // Quark's shape carries CLEMulTails in extra_options too (Quark's own CLE has no such setting).
+  EXPECT_EQ(config_to_json(extra, ConfigShape::kQuark)["extra_options"]["CLEMulTails"], true);
+  EXPECT_TRUE(parse_config(config_to_json(extra, ConfigShape::kQuark), kLabel).extra.cle_mul_tails);
   const QuantConfig layer = parse(R"({"algo_config": [{"name": "bias_correction", "mode": "model"}]})");
   EXPECT_EQ(algorithm_recipe(layer).bias_correction, BiasCorrectionMode::kModel);
   EXPECT_EQ(parse_config(config_to_json(layer), kLabel), layer);

@@ -9,6 +9,7 @@
 #include "mixprec/json_schema.h"
 #include "mixprec/log.h"
 #include "mixprec/model_io.h"
+#include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
 #include "support/explore_models.h"
 #include "support/model_builder.h"
@@ -239,6 +240,13 @@ TEST_F(PlanTest, AlgorithmRisks) {
   EXPECT_EQ(npu.algorithms, (std::vector<std::string>{"cle"}));
   EXPECT_EQ(npu.config.algorithms, (std::vector<AlgorithmEntry>{{.name = "cle"}}));
   EXPECT_FALSE(plan_blocker(npu).has_value());
+  // Its CLE also evens the layers read by a constant Mul; a CLE asked for elsewhere is Quark's.
+  EXPECT_TRUE(npu.config.extra.cle_mul_tails);
+  ASSERT_TRUE(prepare_options(npu.config).cle);
+  EXPECT_TRUE(prepare_options(npu.config).cle->mul_tails);
+  EXPECT_NE(decision(npu, "algorithms").reason.find("CLEMulTails"), std::string::npos) << decision(npu, "algorithms").reason;
+  cnn.algorithms = {"cle"};
+  EXPECT_FALSE(make_plan(cnn).config.extra.cle_mul_tails);
   cnn.algorithms = {"magic"};
   EXPECT_NE(error_of(cnn).find("unknown --algorithm 'magic'"), std::string::npos);
 }
