@@ -267,8 +267,9 @@ std::vector<Pair> match(const ir::GraphView& view, const std::string& label) {
 // A head whose output only a Mul by a constant reads (scalar, or one value per channel).
 struct MulTail {
   Layer head;
-  std::string constant;  // the Mul's constant input, a private float initializer
-  int64_t rank = 4;      // of the head's output
+  std::string constant;     // the Mul's constant input, a private float initializer
+  std::vector<double> mul;  // its value for each head output channel
+  int64_t rank = 4;         // of the head's output
 };
 
 // The constant's values, one per head output channel, when it broadcasts along the channel axis
@@ -300,8 +301,9 @@ std::vector<MulTail> match_mul_tails(const ir::GraphView& view, const std::strin
     const std::string& constant = mul.input(0) == tensor ? mul.input(1) : mul.input(0);
     if (constant == tensor || !algorithms::private_float(view, constant)) continue;
     const int64_t rank = head->kind == LayerKind::kConv ? static_cast<int64_t>(head->dims.size()) : 2;
-    if (!per_channel(*view.initializer(constant), head->outputs(), rank, label)) continue;
-    tails.push_back({*head, constant, rank});
+    auto mul_values = per_channel(*view.initializer(constant), head->outputs(), rank, label);
+    if (!mul_values) continue;
+    tails.push_back({*head, constant, std::move(*mul_values), rank});
   }
   return tails;
 }
@@ -414,17 +416,20 @@ EqualizeSummary equalize_layers(onnx::ModelProto& model, const CleSettings& sett
     std::vector<float>& w = values.at(m.head.weight);
     std::vector<float>* b = m.head.bias.empty() ? nullptr : &values.at(m.head.bias);
     const int64_t channels = m.head.outputs();
-    std::vector<double> mul = *per_channel(*protos.at(m.constant), channels, m.rank, label);
+    const std::vector<double>& mul = m.mul;
     std::vector<double> r(static_cast<size_t>(channels), 0.0);
     double top = 0;
     for (int64_t k = 0; k < channels; ++k) {
-      auto& rk = r[static_cast<size_t>(k)];
-      m.head.for_each_in_row(k, [&](size_t i) { rk = std::max(rk, std::fabs(static_cast<double>(w[i]))); });
-      if (b && settings.scale_append_bias) rk = std::max(rk, std::fabs(static_cast<double>((*b)[static_cast<size_t>(k)])));
+      double largest_w = 0;
       double sum = 0;
-      m.head.for_each_in_row(k, [&](size_t i) { sum += std::fabs(static_cast<double>(w[i])); });
-      rk = std::sqrt(rk * sum);
-      top = std::max(top, rk);
+      m.head.for_each_in_row(k, [&](size_t i) {
+        const double v = std::fabs(static_cast<double>(w[i]));
+        largest_w = std::max(largest_w, v);
+        sum += v;
+      });
+      if (b && settings.scale_append_bias) largest_w = std::max(largest_w, std::fabs(static_cast<double>((*b)[static_cast<size_t>(k)])));
+      r[static_cast<size_t>(k)] = std::sqrt(largest_w * sum);
+      top = std::max(top, r[static_cast<size_t>(k)]);
     }
     if (top == 0) continue;
     std::vector<double> scaled(mul.size());
@@ -438,9 +443,8 @@ EqualizeSummary equalize_layers(onnx::ModelProto& model, const CleSettings& sett
     std::vector<float> constant(mul.size());
     for (size_t k = 0; k < mul.size(); ++k) {
       const double snapped = std::nearbyint(scaled[k] / step) * step;
-      double t = 1.0;
-      if (mul[k] != 0 && r[k] > 0 && snapped != 0) t = snapped / mul[k];
-      if (t <= 0) t = 1.0;
+      // snapped has mul[k]'s sign (r[k] > 0), so t > 0.
+      const double t = mul[k] != 0 && r[k] > 0 && snapped != 0 ? snapped / mul[k] : 1.0;
       const auto k64 = static_cast<int64_t>(k);
       const auto inv = static_cast<float>(1.0 / t);
       m.head.for_each_in_row(k64, [&](size_t i) { w[i] *= inv; });

@@ -295,9 +295,8 @@ class Planner {
       plan_.algorithms.emplace_back("fold_batchnorm");
       reasons.emplace_back("the model has BatchNormalization nodes: folded into their Conv before quantizing");
     }
-    if (params_.target == kNpuCnn && plan_.architecture == Architecture::kCnn) {
+    if (plans_cle()) {
       plan_.algorithms.emplace_back("cle");
-      cle_mul_tails_ = true;
       reasons.emplace_back("npu_cnn quantizes weights per tensor: cross-layer equalization evens the channel ranges "
                            "first, also of the layers read by a constant Mul (CLEMulTails: XINT8 on the PP-OCR detector "
                            "at 320x320 18.6 -> 24.1 dB PSNR, where CLE's pairs alone give 19.2)");
@@ -413,6 +412,8 @@ class Planner {
     }
     return n;
   }
+  // The plan equalizes a CNN on npu_cnn itself (per-tensor int8 weights), with Mul tails.
+  bool plans_cle() const { return params_.target == kNpuCnn && plan_.architecture == Architecture::kCnn; }
   // A config holding only the plan's algo_config entries (build_config's order).
   QuantConfig plan_config_algorithms() const {
     QuantConfig config;
@@ -502,7 +503,7 @@ class Planner {
     config.extra.calib_method = plan_.calib_method;
     config.extra.num_calib_samples = plan_.calibration_samples;
     config.extra.convert_bn_to_conv = listed("fold_batchnorm");
-    config.extra.cle_mul_tails = listed("cle") && cle_mul_tails_;
+    config.extra.cle_mul_tails = plans_cle();
     config.extra.op_types_to_quantize = plan_.include_op_types;
     for (const auto& name : plan_.exclude_node_names) config.exclude.node_names.push_back(exact_regex(name));
     // The algorithms stage's entries, in the order they run (fold_batchnorm is ConvertBNToConv above).
@@ -524,7 +525,6 @@ class Planner {
   QuantConfig preset_;                 // the chosen preset's config
   std::vector<FormatId> formats_;      // and the formats it uses
   std::vector<std::string> ffn_nodes_;  // --ffn-only: the nodes the preset's layer reaches
-  bool cle_mul_tails_ = false;          // the plan's own CLE (npu_cnn, a CNN) also takes Mul tails
 };
 
 }  // namespace
