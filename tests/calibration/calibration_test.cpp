@@ -163,11 +163,15 @@ TEST(HistogramCollector, VectorizedBinningMatchesTheDefinition) {
 
 // An added method (a plugin's): found by name after the built-in ones, its range checked and
 // widened to 0 as compute_range promises, its name unique.
+// The table only grows, so the method outlives this test: later tests in the same process see it
+// in every sweep. Its state is static (a reference to a local would dangle) and ends as MinMax.
 TEST(CalibMethodTable, AnAddedMethodJoinsTheTable) {
-  float low = 0.25f, high = 3.0f;
+  static float low, high;
+  static bool test_over;
+  low = 0.25f, high = 3.0f, test_over = false;
   const CalibMethod added = add_calib_method(
-      {.name = "TestAddedRange", .origin = "test", .range = [&](const TensorStats&, FormatId, const RangeOptions&) {
-         return Range{low, high};
+      {.name = "TestAddedRange", .origin = "test", .range = [](const TensorStats& s, FormatId, const RangeOptions&) {
+         return test_over ? Range{s.min, s.max} : Range{low, high};
        }});
   EXPECT_TRUE(is_added_calib_method(added));
   EXPECT_FALSE(is_added_calib_method(CalibMethod::kPowerOfTwoMinMse));
@@ -188,6 +192,7 @@ TEST(CalibMethodTable, AnAddedMethodJoinsTheTable) {
   EXPECT_THROW(add_calib_method({.name = "TestAddedRange", .origin = "test", .range = range}), Error);
   EXPECT_THROW(add_calib_method({.name = "MinMax", .origin = "test", .range = range}), Error);
   EXPECT_THROW(add_calib_method({.name = "TestNoFunction", .origin = "test"}), Error);
+  test_over = true;
 }
 
 TEST(CalibMethodTable, NamesRoundTrip) {
