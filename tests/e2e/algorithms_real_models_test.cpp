@@ -25,9 +25,9 @@ const std::string kCalib = std::string(MIXPREC_DATA_DIR) + "/calib";
 const std::string kEval = std::string(MIXPREC_DATA_DIR) + "/eval";
 
 // Equalization rescales weights by non-power-of-two factors: each layer's result moves by a
-// few float roundings, which a deep network carries to its outputs. Measured at most ~1e-6
-// of each output's peak on these models; 1e-4 leaves room for other CPUs' kernels and is
-// still far below any quantization error (int8: ~1e-2).
+// few float roundings, which a deep network carries to its outputs. Measured at most 2.4e-5
+// of each output's peak on these models (det 320x320 with Mul tails; cls and rec ~1e-6); 1e-4
+// leaves room for other CPUs' kernels and is still far below any quantization error (int8: ~1e-2).
 constexpr double kRelativeRounding = 1e-4;
 
 struct ModelCase {
@@ -49,33 +49,39 @@ DataSpec pictures(const std::string& folder, const ModelCase& c) {
 }
 
 // The largest |change| of any output between two sessions on the first `count` samples of
-// `source`, relative to that output's peak.
+// `source`, relative to that output's peak over those samples. A detector's map is ~0 on a
+// picture without text, so the peak is taken over all of them and must not be 0: a comparison
+// of zeros would say nothing.
 double largest_relative_change(const Session& before, const Session& after, const SampleSource& source, size_t count) {
-  double worst = 0;
-  for (size_t i = 0; i < count; ++i) {
+  std::vector<double> peak, diff;
+  for (size_t i = 0; i < std::min(count, source.size()); ++i) {
     const NamedTensors want = before.run(source.sample(i));
     const NamedTensors got = after.run(source.sample(i));
     EXPECT_EQ(want.size(), got.size());
+    peak.resize(want.size(), 0.0);
+    diff.resize(want.size(), 0.0);
     for (size_t o = 0; o < std::min(want.size(), got.size()); ++o) {
       const auto w = want[o].second.as<float>();
       const auto g = got[o].second.as<float>();
       EXPECT_EQ(w.size(), g.size());
       if (w.size() != g.size()) continue;
-      double peak = 0;
-      double diff = 0;
       for (size_t k = 0; k < w.size(); ++k) {
-        peak = std::max(peak, std::fabs(static_cast<double>(w[k])));
-        diff = std::max(diff, std::fabs(static_cast<double>(w[k]) - g[k]));
+        peak[o] = std::max(peak[o], std::fabs(static_cast<double>(w[k])));
+        diff[o] = std::max(diff[o], std::fabs(static_cast<double>(w[k]) - g[k]));
       }
-      worst = std::max(worst, peak > 0 ? diff / peak : diff);
     }
+  }
+  double worst = 0;
+  for (size_t o = 0; o < peak.size(); ++o) {
+    EXPECT_GT(peak[o], 0.0) << "output " << o << " is 0 on every sample: the comparison would say nothing";
+    worst = std::max(worst, peak[o] > 0 ? diff[o] / peak[o] : diff[o]);
   }
   return worst;
 }
 
 TEST(AlgorithmsRealModel, CleKeepsFp32OutputsToFloatRounding) {
   // PP-LCNet's learnable affine (a scalar Mul after each Conv) gives det and rec their Mul tails.
-  const ModelCase cases[] = {{"ppocr_det.onnx", "ppocr_det", 160, 160, 15, 28},
+  const ModelCase cases[] = {{"ppocr_det.onnx", "ppocr_det", 320, 320, 15, 28},
                              {"ppocr_cls.onnx", "ppocr_cls_rec", 48, 192, 15, 0},
                              {"ppocr_rec.onnx", "ppocr_cls_rec", 48, 320, 1, 28}};
   for (const ModelCase& c : cases) {
@@ -98,7 +104,7 @@ TEST(AlgorithmsRealModel, CleKeepsFp32OutputsToFloatRounding) {
         const Session before = Session::from_model(folded, path);
         const Session after = Session::from_model(equalized, path);
         const auto source = open_samples(pictures(kEval, c), before.inputs(), path);
-        const double worst = largest_relative_change(before, after, *source, 2);
+        const double worst = largest_relative_change(before, after, *source, 8);
         std::cout << "[ measured ] " << c.file << (fold_affine ? " (FoldConvAffine)" : "") << ": CLE " << summary.cle->pairs
                   << " pairs, " << summary.cle->mul_tails << " Mul tails, " << summary.cle->steps
                   << " steps, largest output change " << worst << " of the peak\n";
