@@ -4,8 +4,10 @@
 //   Before:  prepared:  x → Conv(W, b) → y            quantized = rewrite(prepared):  ... → Conv(DQ(Wq), b') → y'
 //   After:   prepared:  x → Conv(W, b + d) → y,
 //            d[k] = mean over samples, batch and spatial axes of (y - y')[:, k, ...], where y is
-//            the float model's output and y' the quantized model's with every upstream layer
-//            already corrected; limited to |d[k]| <= max(|b[k]|, std(y[:, k])).
+//            the float model's output (BiasCorrectionOptions::reference when given: after
+//            AdaRound, the model before it, whose weights are the ones to aim at) and y' the
+//            quantized model's with every upstream layer already corrected; limited to
+//            |d[k]| <= max(|b[k]|, std(y[:, k])).
 //
 // That is mode kModel. Layers are corrected level by level in data-flow order (level = the
 // number of corrected layers on the longest path above a layer; layers of one level do not
@@ -27,10 +29,10 @@
 // reference's pass runs only when some layer has to be measured; a search step that lifts a
 // few layers measures again only the layers below them.
 //
-// Mode kLayer measures each layer alone: a float twin of the layer (its float W and b) reads
-// the tensor the quantized layer's input Q reads, and d[k] is the mean of (twin - quantized
-// layer). One rewrite and one pass for every layer; the shifts of the quantized activation ops
-// between layers are left alone.
+// Mode kLayer measures each layer alone: a float twin of the layer (its float W and b, the
+// reference's when given) reads the tensor the quantized layer's input Q reads, and d[k] is the
+// mean of (twin - quantized layer). One rewrite and one pass for every layer; the shifts of the
+// quantized activation ops between layers are left alone.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -192,7 +194,7 @@ void correct_layer_shifts(onnx::ModelProto& prepared, const onnx::ModelProto& qu
   onnx::ModelProto probe = quantized;
   std::vector<std::string> outputs;  // quantized output, twin output, per site
   {
-    const ir::GraphView float_view(prepared.graph(), label);
+    const ir::GraphView float_view(options.reference ? options.reference->graph() : prepared.graph(), label);
     std::map<std::string, const onnx::NodeProto*> float_nodes;
     for (size_t i = 0; i < float_view.node_count(); ++i) float_nodes.emplace(float_view.node(i).name(), &float_view.node(i));
     const ir::GraphView view(quantized.graph(), label);
@@ -277,12 +279,13 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
   // with one, when a layer is first measured, on a copy of the model as it came.
   std::vector<ChannelMoments> reference;
   const std::optional<onnx::ModelProto> uncorrected =
-      options.store ? std::optional<onnx::ModelProto>(prepared) : std::nullopt;
+      options.store && !options.reference ? std::optional<onnx::ModelProto>(prepared) : std::nullopt;
+  const onnx::ModelProto& target = options.reference ? *options.reference : uncorrected ? *uncorrected : prepared;
   const auto measure_reference = [&] {
     reference.assign(sites.size(), ChannelMoments{});
     std::vector<std::string> outputs;
     for (const Site& s : sites) outputs.push_back(s.output);
-    const Session session = Session::from_model(uncorrected ? *uncorrected : prepared, label, options.session, outputs);
+    const Session session = Session::from_model(target, label, options.session, outputs);
     for (size_t index : indices) {
       const NamedTensors got = session.run(source.sample(index), outputs);
       for (size_t k = 0; k < sites.size(); ++k) reference[k].add(got.at(k).second, sites[k].channels);
@@ -291,7 +294,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
   };
   if (!options.store) measure_reference();
   const std::map<std::string, uint64_t> float_digests =
-      options.store ? algorithms::tensor_digests(prepared, label) : std::map<std::string, uint64_t>{};
+      options.store ? algorithms::tensor_digests(target, label) : std::map<std::string, uint64_t>{};
   const std::string samples_text = text::join_each(indices, [](size_t i) { return std::to_string(i); });
   size_t levels = 0;
   for (const Site& s : sites) levels = std::max(levels, s.level + 1);

@@ -78,6 +78,9 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
     for (const auto& [tensor, n] : run.scale_search->shifts) range_factors[tensor] = std::ldexp(1.0f, n);
     run.changed = !run.scale_search->shifts.empty();
   }
+  // Bias correction aims at the float model, not at AdaRound's learned weights (BiasCorrectionOptions::reference).
+  std::optional<onnx::ModelProto> before_reconstruction;
+  if (recipe.reconstruction && recipe.bias_correction) before_reconstruction = prepared;
   if (recipe.reconstruction) {
     run.reconstruction = reconstruct_layers(prepared, rewrite, *source, *recipe.reconstruction,
                                             {.session = session,
@@ -96,7 +99,8 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
                       .session = session,
                       .samples = subset,
                       .store = store,
-                      .data = store ? data_identity(data, *source) : std::string()},
+                      .data = store ? data_identity(data, *source) : std::string(),
+                      .reference = before_reconstruction ? &*before_reconstruction : nullptr},
                      label);
     run.changed = run.changed || run.bias_correction->layers > 0;
   }

@@ -30,11 +30,11 @@ class FixedSamples : public SampleSource {
   Shape shape_;
 };
 
-// x [1, 1, 2, 2] -> Conv "conv" (1x1, W = 1, b = `bias`) -> y.
-onnx::ModelProto float_model(float bias) {
+// x [1, 1, 2, 2] -> Conv "conv" (1x1, W = `weight`, b = `bias`) -> y.
+onnx::ModelProto float_model(float bias, float weight = 1.0f) {
   return ModelBuilder()
       .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
-      .add_initializer("w", {1, 1, 1, 1}, {1.0f})
+      .add_initializer("w", {1, 1, 1, 1}, {weight})
       .add_initializer("b", {1}, {bias})
       .add_node("Conv", {"x", "w", "b"}, {"y"}, {}, "conv")
       .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
@@ -133,6 +133,23 @@ TEST(AlgorithmsBiasCorrection, HandWorkedShift) {
     EXPECT_EQ(summary.damped_channels, 0u);
     EXPECT_DOUBLE_EQ(summary.mean_abs_shift, 0.5);
     EXPECT_FLOAT_EQ(bias_of(prepared), -0.5f);
+  }
+}
+
+TEST(AlgorithmsBiasCorrection, TheReferenceModelIsWhatTheCorrectionAimsAt) {
+  // After AdaRound the prepared weight is its learned on-grid value 1.25 (code 5); the float
+  // model's is 1. Against the prepared model the quantized one has no shift (both give 1.25 x);
+  // against the reference it is -0.25 * mean x = -0.5, as in HandWorkedShift.
+  for (const BiasCorrectionMode mode : {BiasCorrectionMode::kModel, BiasCorrectionMode::kLayer}) {
+    SCOPED_TRACE(bias_correction_mode_names().name(mode));
+    const FixedSamples samples({{1, 2, 3, 6}, {-1, 0, 1, 4}});
+    const onnx::ModelProto reference = float_model(0.0f);
+    onnx::ModelProto learned = float_model(0.0f, 1.25f);
+    correct_bias(learned, rewrite_with_code(5), samples, {.mode = mode, .reference = &reference}, "test");
+    EXPECT_FLOAT_EQ(bias_of(learned), -0.5f);
+    onnx::ModelProto alone = float_model(0.0f, 1.25f);
+    correct_bias(alone, rewrite_with_code(5), samples, {.mode = mode}, "test");
+    EXPECT_FLOAT_EQ(bias_of(alone), 0.0f);
   }
 }
 
