@@ -93,10 +93,10 @@ struct BiasCorrectionOptions {
   // a level whose layers are all known runs no pass. kLayer (one pass in all) does not use it.
   LearnedWeightStore* store = nullptr;
   std::string data;                // what `source` is (its description, files and preprocessing)
-  // The float model the corrections aim at (null: `prepared` as it comes). After AdaRound or
-  // AdaQuant, `prepared` holds the learned weights, which already lean against the upstream's
-  // error; measured against them, bias correction would take that back. Same node and
-  // initializer names as `prepared`.
+  // kModel: the float model whose outputs the corrections aim at (null: `prepared` as it comes).
+  // After AdaRound or AdaQuant, `prepared` holds the learned weights, which already lean against
+  // the upstream's error; measured against them, bias correction would take that back. Same node
+  // and initializer names as `prepared`. kLayer does not use it (see correct_bias.cpp).
   const onnx::ModelProto* reference = nullptr;
 };
 

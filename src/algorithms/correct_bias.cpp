@@ -29,10 +29,13 @@
 // reference's pass runs only when some layer has to be measured; a search step that lifts a
 // few layers measures again only the layers below them.
 //
-// Mode kLayer measures each layer alone: a float twin of the layer (its float W and b, the
-// reference's when given) reads the tensor the quantized layer's input Q reads, and d[k] is the
+// Mode kLayer measures each layer alone: a float twin of the layer (its float W and b as
+// `prepared` holds them) reads the tensor the quantized layer's input Q reads, and d[k] is the
 // mean of (twin - quantized layer). One rewrite and one pass for every layer; the shifts of the
-// quantized activation ops between layers are left alone.
+// quantized activation ops between layers are left alone. After AdaRound the twin keeps the
+// learned weights: they already aim at the float model's output, which a twin with the float
+// weights would pull back toward its own (det 320x320 XINT8, CLE + Mul tails + AdaRound + this
+// mode: 25.31 dB with the learned twin, 23.61 with the float one).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -194,7 +197,7 @@ void correct_layer_shifts(onnx::ModelProto& prepared, const onnx::ModelProto& qu
   onnx::ModelProto probe = quantized;
   std::vector<std::string> outputs;  // quantized output, twin output, per site
   {
-    const ir::GraphView float_view(options.reference ? options.reference->graph() : prepared.graph(), label);
+    const ir::GraphView float_view(prepared.graph(), label);
     std::map<std::string, const onnx::NodeProto*> float_nodes;
     for (size_t i = 0; i < float_view.node_count(); ++i) float_nodes.emplace(float_view.node(i).name(), &float_view.node(i));
     const ir::GraphView view(quantized.graph(), label);

@@ -78,9 +78,10 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
     for (const auto& [tensor, n] : run.scale_search->shifts) range_factors[tensor] = std::ldexp(1.0f, n);
     run.changed = !run.scale_search->shifts.empty();
   }
-  // Bias correction aims at the float model, not at AdaRound's learned weights (BiasCorrectionOptions::reference).
+  // Bias correction (model) aims at the float model, not at AdaRound's learned weights
+  // (BiasCorrectionOptions::reference).
   std::optional<onnx::ModelProto> before_reconstruction;
-  if (recipe.reconstruction && recipe.bias_correction) before_reconstruction = prepared;
+  if (recipe.reconstruction && recipe.bias_correction == BiasCorrectionMode::kModel) before_reconstruction = prepared;
   if (recipe.reconstruction) {
     run.reconstruction = reconstruct_layers(prepared, rewrite, *source, *recipe.reconstruction,
                                             {.session = session,
