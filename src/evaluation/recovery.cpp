@@ -34,7 +34,8 @@ std::string data_identity(const DataSpec& data, const SampleSource& source) {
 RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrite, const AlgorithmRecipe& recipe,
                              const std::vector<NodeAssignment>& assignment, const EvaluationSetup& setup,
                              size_t calibration_samples, const SessionOptions& session, LearnedWeightStore* store,
-                             std::map<std::string, float>& range_factors, const std::string& label) {
+                             std::map<std::string, float>& range_factors, const std::string& label,
+                             const onnx::ModelProto* untouched) {
   RecoveryRun run;
   if (!recipe.scale_search && !recipe.reconstruction && !recipe.bias_correction) return run;
   const DataSpec data = calibration_data(setup, calibration_samples);
@@ -79,9 +80,11 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
     run.changed = !run.scale_search->shifts.empty();
   }
   // Bias correction (model) aims at the float model, not at AdaRound's learned weights
-  // (BiasCorrectionOptions::reference).
+  // (BiasCorrectionOptions::reference): the caller's untouched copy, else one made here.
   std::optional<onnx::ModelProto> before_reconstruction;
-  if (recipe.reconstruction && recipe.bias_correction == BiasCorrectionMode::kModel) before_reconstruction = prepared;
+  const bool needs_reference = recipe.reconstruction && recipe.bias_correction == BiasCorrectionMode::kModel;
+  if (needs_reference && !untouched) before_reconstruction = prepared;
+  const onnx::ModelProto* reference = !needs_reference ? nullptr : untouched ? untouched : &*before_reconstruction;
   if (recipe.reconstruction) {
     run.reconstruction = reconstruct_layers(prepared, rewrite, *source, *recipe.reconstruction,
                                             {.session = session,
@@ -101,7 +104,7 @@ RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrit
                       .samples = subset,
                       .store = store,
                       .data = store ? data_identity(data, *source) : std::string(),
-                      .reference = before_reconstruction ? &*before_reconstruction : nullptr},
+                      .reference = reference},
                      label);
     run.changed = run.changed || run.bias_correction->layers > 0;
   }

@@ -39,10 +39,14 @@ struct RecoveryRun {
 // The scale search's factors go into `range_factors`, which must be the map the `rewrite`
 // reads (its QuantizeOptions::activation_range_factors), so that the algorithms after it and
 // the caller's last rewrite see them. Nothing to run: an empty result.
+// `untouched`: the caller's own copy of `prepared` as it comes, if it keeps one (the workbench
+// does): bias correction (model) after AdaRound/AdaQuant aims at it. Without it, that recipe
+// copies `prepared` before the reconstruction.
 RecoveryRun recover_accuracy(onnx::ModelProto& prepared, const RewriteFn& rewrite, const AlgorithmRecipe& recipe,
                              const std::vector<NodeAssignment>& assignment, const EvaluationSetup& setup,
                              size_t calibration_samples, const SessionOptions& session, LearnedWeightStore* store,
-                             std::map<std::string, float>& range_factors, const std::string& label);
+                             std::map<std::string, float>& range_factors, const std::string& label,
+                             const onnx::ModelProto* untouched = nullptr);
 
 // Learned weights in files under `dir` (created on the first store): DIR/KEY.f32, a text header
 // line then the floats. A file that cannot be read back whole is not used (a warning says so)

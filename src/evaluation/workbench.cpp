@@ -376,7 +376,7 @@ onnx::ModelProto Workbench::build(const QuantConfig& config) {
   onnx::ModelProto improved = prepared_;
   last_recovery_ = recover_accuracy(improved, rewrite, recipe, assignment, setup_,
                                     static_cast<size_t>(config.extra.num_calib_samples), session_, learned_.get(),
-                                    options.activation_range_factors, label);
+                                    options.activation_range_factors, label, &prepared_);
   if (last_recovery_.scale_search) range_factors_[factors_key] = options.activation_range_factors;
   return rewrite(improved);
 }
