@@ -150,6 +150,11 @@ struct FastFinetuneOptions {
 struct ExtraOptions {
   std::vector<std::string> op_types_to_quantize;  // empty: the default quantizable op table
   bool activation_symmetric = true;
+  // UseUnsignedReLU (Quark's): the output of a Relu, or of a Clip whose lower bound is 0, is
+  // quantized asymmetric even where activations are symmetric, zero point at the format's
+  // lowest code, so its never-negative values get all the codes (XINT8: [0, 255 x 2^k] instead
+  // of [0, 127 x 2^k], one bit more resolution). Off by default, as in Quark.
+  bool use_unsigned_relu = false;
   bool use_random_data = false;
   bool convert_bn_to_conv = true;
   bool bf16_qdq_to_cast = true;

@@ -65,6 +65,7 @@ struct QuantizeOptions {
   CalibMethod calib_method = CalibMethod::kMinMax;  // when a spec does not name one
   RangeOptions range;                               // percentile; symmetric comes from the spec
   bool activation_symmetric = true;                 // when a spec does not say
+  bool unsigned_relu = false;                       // extra_options.UseUnsignedReLU (config.h)
   bool int32_bias = true;                           // bias = int32 at input scale x weight scale
   bool ort_cpu_fusion = false;                      // extra_options.OrtCpuFusion (config.h)
   bool matmul_nbits = false;                        // extra_options.MatMulNBits (config.h)
@@ -86,6 +87,7 @@ struct RewriteSummary {
   int64_t fp16_nodes = 0;
   int64_t block_nodes = 0;        // nodes with at least one BFP/MX operand
   int64_t qdq_pairs = 0;          // activation Q/DQ pairs inserted
+  int64_t unsigned_relu_pairs = 0;  // of them, on relu-like outputs made asymmetric by UseUnsignedReLU
   int64_t cast_pairs = 0;         // activation cast pairs inserted
   int64_t block_ops = 0;          // activation BFP/MX fake-quantization nodes inserted
   int64_t added_format_ops = 0;   // nodes of a plugin's format (formats.h's add_format), activations and weights

@@ -51,6 +51,7 @@
 
 #include "common/timing.h"
 #include "algorithms/layer_sites.h"
+#include "ir/constant_inputs.h"
 #include "ir/graph_view.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/tensor_proto.h"
@@ -147,21 +148,6 @@ std::optional<std::vector<int64_t>> constant_ints(const ir::GraphView& view, con
   return std::vector<int64_t>{};
 }
 
-std::optional<float> constant_float(const ir::GraphView& view, const onnx::NodeProto& node, int input,
-                                    const std::string& attribute, const std::string& label) {
-  if (node.input_size() > input && !node.input(input).empty()) {
-    const onnx::TensorProto* init = view.initializer(node.input(input));
-    if (!init) return std::nullopt;
-    const auto values = tensor_from_proto(*init, label).to_floats();
-    if (values.size() != 1) return std::nullopt;
-    return values[0];
-  }
-  for (const auto& a : node.attribute()) {
-    if (a.name() == attribute && a.type() == onnx::AttributeProto::FLOAT) return a.f();
-  }
-  return std::nullopt;
-}
-
 std::string string_attribute(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
   for (const auto& a : node.attribute()) {
     if (a.name() == name) return a.s();
@@ -213,7 +199,7 @@ bool passes_scaling(const ir::GraphView& view, const onnx::NodeProto& node, int6
   if (type == "Pad") {
     const std::string mode = string_attribute(node, "mode", "constant");
     if (mode == "constant") {
-      const auto value = constant_float(view, node, 2, "value", label);
+      const auto value = ir::constant_float(view, node, 2, "value", label);
       const bool has_value_input = node.input_size() > 2 && !node.input(2).empty();
       if (has_value_input ? (!value || *value != 0.0f) : (value && *value != 0.0f)) return false;
     } else if (mode != "reflect" && mode != "edge") {
@@ -316,8 +302,8 @@ size_t replace_clip6(onnx::ModelProto& model, const std::string& label) {
     for (size_t i = 0; i < view.node_count(); ++i) {
       const onnx::NodeProto& node = view.node(i);
       if (node.op_type() != "Clip" || !node.domain().empty()) continue;
-      const auto low = constant_float(view, node, 1, "min", label);
-      const auto high = constant_float(view, node, 2, "max", label);
+      const auto low = ir::constant_float(view, node, 1, "min", label);
+      const auto high = ir::constant_float(view, node, 2, "max", label);
       if (low && high && *low == 0.0f && *high == 6.0f) sites.push_back(static_cast<int>(i));
     }
   }

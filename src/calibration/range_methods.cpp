@@ -305,34 +305,41 @@ Range min_mse_range(const TensorStats& stats, const Histogram& hist, FormatId fo
   return window_range(hist, windows[best], stats);
 }
 
-Range power_of_two_range(FormatId format, float scale) {
-  const auto limit = static_cast<float>(symmetric_qmax(format)) * scale;
-  return {-limit, limit};
+// The range a power-of-two scale covers. Symmetric: [-q s, q s] (q = symmetric_qmax).
+// Asymmetric: the code grid at `scale` with the zero point that puts `rmin` (<= 0) on qmin as
+// closely as it can, [(qmin - zp) s, (qmax - zp) s]: choose_params gives that scale and zero
+// point back (the width is (qmax - qmin) s exactly, and s is a power of two).
+Range power_of_two_range(FormatId format, float scale, bool symmetric, float rmin) {
+  if (symmetric) {
+    const auto limit = static_cast<float>(symmetric_qmax(format)) * scale;
+    return {-limit, limit};
+  }
+  const FormatTraits& traits = format_traits(format);
+  const auto qmin = static_cast<double>(traits.qmin);
+  const auto qmax = static_cast<double>(traits.qmax);
+  const double zero = std::clamp(std::nearbyint(qmin - std::min(static_cast<double>(rmin), 0.0) / scale), qmin, qmax);
+  return {static_cast<float>((qmin - zero) * scale), static_cast<float>((qmax - zero) * scale)};
 }
 
-// 2^k0: the MinMax range's symmetric scale rounded up.
-float non_overflow_scale(const TensorStats& stats, FormatId format) {
-  return choose_params(format, stats.min, stats.max, {.symmetric = true, .power_of_two = true}).scale[0];
+// 2^k0: the MinMax range's scale rounded up.
+float non_overflow_scale(const TensorStats& stats, FormatId format, bool symmetric) {
+  return choose_params(format, stats.min, stats.max, {.symmetric = symmetric, .power_of_two = true}).scale[0];
 }
 
-Range power_of_two_min_mse_range(const TensorStats& stats, const Histogram& hist, FormatId format) {
+Range power_of_two_min_mse_range(const TensorStats& stats, const Histogram& hist, FormatId format, bool symmetric) {
   const std::vector<BinMass> bins = occupied_bins(hist);
-  const float widest = non_overflow_scale(stats, format);
+  const float widest = non_overflow_scale(stats, format, symmetric);
   const auto scale_at = [&](size_t step) { return std::ldexp(widest, -static_cast<int>(step)); };
   const size_t best = cheapest(kPowerOfTwoSearchDepth + 1, 1, [&](size_t step) {
     // choose_params would not give a scale below kMinScale back.
     if (scale_at(step) < kMinScale) return std::numeric_limits<double>::infinity();
-    return squared_error(bins, format, power_of_two_range(format, scale_at(step)),
-                         {.symmetric = true, .power_of_two = true});
+    return squared_error(bins, format, power_of_two_range(format, scale_at(step), symmetric, stats.min),
+                         {.symmetric = symmetric, .power_of_two = true});
   });
-  return power_of_two_range(format, scale_at(best));
+  return power_of_two_range(format, scale_at(best), symmetric, stats.min);
 }
 
 void check_options(CalibMethod method, const RangeOptions& options) {
-  const CalibMethodTraits& traits = calib_method_traits(method);
-  if (traits.power_of_two && !options.symmetric) {
-    throw_bad_input("", std::string(traits.name) + " needs symmetric quantization");
-  }
   if (method == CalibMethod::kPercentile && !(options.percentile > 50 && options.percentile <= 100)) {
     std::ostringstream message;
     message << "percentile " << options.percentile << " is outside (50, 100]";
@@ -427,8 +434,9 @@ Range compute_range(const TensorStats& stats, CalibMethod method, FormatId forma
     case CalibMethod::kPercentile: return percentile_range(stats, hist, options);
     case CalibMethod::kEntropy: return entropy_range(stats, hist, format, options);
     case CalibMethod::kMinMse: return min_mse_range(stats, hist, format, options);
-    case CalibMethod::kPowerOfTwoNonOverflow: return power_of_two_range(format, non_overflow_scale(stats, format));
-    case CalibMethod::kPowerOfTwoMinMse: return power_of_two_min_mse_range(stats, hist, format);
+    case CalibMethod::kPowerOfTwoNonOverflow:
+      return power_of_two_range(format, non_overflow_scale(stats, format, options.symmetric), options.symmetric, stats.min);
+    case CalibMethod::kPowerOfTwoMinMse: return power_of_two_min_mse_range(stats, hist, format, options.symmetric);
   }
   return min_max_range(stats);  // not reached: the switch covers every method (-Wswitch)
 }

@@ -140,6 +140,7 @@ struct Schema<ExtraOptions> {
                          FastFinetuneOptions, double> kFields[] = {
       {"OpTypesToQuantize", &ExtraOptions::op_types_to_quantize},
       {"ActivationSymmetric", &ExtraOptions::activation_symmetric},
+      {"UseUnsignedReLU", &ExtraOptions::use_unsigned_relu},
       {"UseRandomData", &ExtraOptions::use_random_data},
       {"ConvertBNToConv", &ExtraOptions::convert_bn_to_conv},
       {"BF16QDQToCast", &ExtraOptions::bf16_qdq_to_cast},

@@ -37,7 +37,11 @@ std::string quantize_text(const QuantizeReport& r) {
       << (r.nodes_fp8 ? std::to_string(r.nodes_fp8) + " fp8, " : "") << r.nodes_bf16 << " bf16, "
       << r.nodes_fp16 << " fp16, " << (r.nodes_block ? std::to_string(r.nodes_block) + " block (BFP/MX), " : "")
       << r.nodes_float << " float\n"
-      << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs, " << r.rewrite.cast_pairs << " cast pairs, "
+      << "inserted     " << r.rewrite.qdq_pairs << " Q/DQ pairs"
+      << (r.rewrite.unsigned_relu_pairs
+              ? " (" + std::to_string(r.rewrite.unsigned_relu_pairs) + " on ReLU outputs unsigned: UseUnsignedReLU)"
+              : "")
+      << ", " << r.rewrite.cast_pairs << " cast pairs, "
       << (r.rewrite.block_ops ? std::to_string(r.rewrite.block_ops) + " BFP/MX nodes, " : "")
       << (r.rewrite.added_format_ops ? std::to_string(r.rewrite.added_format_ops) + " plugin-format nodes, " : "")
       << (r.rewrite.matmul_nbits ? std::to_string(r.rewrite.matmul_nbits) + " MatMulNBits, " : "")

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/element_types.h"
+#include "ir/constant_inputs.h"
 #include "ir/graph_view.h"
 #include "ir/op_traits.h"
 #include "mixprec/error.h"
@@ -44,7 +45,9 @@ ActivationSpecs::ActivationSpecs(const onnx::GraphProto& graph, const Calibratio
   model->element_types = selection::infer_nested_element_types(view);
   for (const ir::NodeRef& ref : view.nested_nodes()) {
     const onnx::NodeProto& node = ref.node();
-    if ((ir::op_traits(node).flags & ir::kBoundedOutput) != 0 && node.output_size() > 0) model->bounded.insert(node.output(0));
+    if (node.output_size() == 0) continue;
+    if ((ir::op_traits(node).flags & ir::kBoundedOutput) != 0) model->bounded.insert(node.output(0));
+    if (ir::is_relu_like(*ref.graph, node, label)) model->relu_like.insert(node.output(0));
   }
   model_ = std::move(model);
 }
@@ -57,8 +60,10 @@ ResolvedSpec ActivationSpecs::resolve(const std::string& tensor, const TensorQua
   if (!format_traits(spec.format).is_qdq) return {spec.format, {}};
   if (const auto it = stats_.tensors.find(tensor); it != stats_.tensors.end()) {
     const auto factor = options_.activation_range_factors.find(tensor);
-    return resolve_stats(it->second, spec, model_->bounded.contains(tensor),
-                         factor == options_.activation_range_factors.end() ? 1.0f : factor->second);
+    return resolve_stats(it->second, spec,
+                         {.bounded = model_->bounded.contains(tensor),
+                          .relu_like = model_->relu_like.contains(tensor),
+                          .factor = factor == options_.activation_range_factors.end() ? 1.0f : factor->second});
   }
   if (const auto it = constant_stats_.find(tensor); it != constant_stats_.end()) return resolve_stats(it->second, spec);
   const onnx::TensorProto* constant = initializer(tensor);
@@ -77,8 +82,8 @@ ResolvedSpec ActivationSpecs::resolve_values(std::span<const float> values, cons
   return resolve_stats(collector.stats(), spec);
 }
 
-ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded,
-                                            float factor) const {
+ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec,
+                                            const ActivationFacts& facts) const {
   ResolvedSpec out{spec.format, {}};
   const FormatTraits& traits = format_traits(spec.format);
   if (!traits.is_qdq) return out;
@@ -86,20 +91,26 @@ ResolvedSpec ActivationSpecs::resolve_stats(const TensorStats& stats, const Tens
     throw_bad_input(label_, "params.group_size is a weight option: an activation's " + std::string(traits.spec_name) +
                                 " has one scale per tensor");
   }
-  const bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(options_.activation_symmetric);
+  bool symmetric = traits.power_of_two_scale || spec.symmetric.value_or(options_.activation_symmetric);
+  // UseUnsignedReLU: a relu-like output's codes all go to [0, max] (integer codes only: FP8's
+  // zero point is 0). Power-of-two scales stay powers of two, the zero point at qmin.
+  if (options_.unsigned_relu && facts.relu_like && symmetric && has_integer_codes(spec.format)) {
+    symmetric = false;
+    out.unsigned_relu = true;
+  }
   const CalibMethod method = spec.calib_method.value_or(options_.calib_method);
   RangeOptions range_options = options_.range;
   range_options.symmetric = symmetric;
   Range range = compute_range(stats, method, spec.format, range_options);
-  if (bounded && calib_method_traits(method).keeps_bounded_range) {
+  if (facts.bounded && calib_method_traits(method).keeps_bounded_range) {
     // A bounded activation (an SE gate's HardSigmoid, a Softmax) has no outliers to cut: a
     // method that clips by the histogram's shape (Entropy cut SE gates to 0.15-0.34 of their
     // 0..1 and collapsed the classifier) keeps at least the range the data shows.
     range.min = std::min(range.min, stats.min);
     range.max = std::max(range.max, stats.max);
   }
-  range.min *= factor;
-  range.max *= factor;
+  range.min *= facts.factor;
+  range.max *= facts.factor;
   out.params = choose_params(spec.format, range.min, range.max,
                              {.symmetric = symmetric, .power_of_two = calib_method_traits(method).power_of_two});
   return out;
@@ -173,6 +184,7 @@ std::string PairWriter::emit_pair(const std::string& in, const ResolvedSpec& spe
                                  .outputs = {out}}));
   need_opset(std::max(kOpsetPerTensorQdq, format_traits(spec.format).min_opset));
   ++summary_.qdq_pairs;
+  if (spec.unsigned_relu) ++summary_.unsigned_relu_pairs;
   return q;
 }
 

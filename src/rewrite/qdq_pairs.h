@@ -52,8 +52,18 @@ inline constexpr const char* kQuarkOpsDomain = "com.amd.quark";
 struct ResolvedSpec {
   FormatId format = FormatId::kFloat32;
   QuantParams params;  // integer formats; the axis alone for block formats
+  bool unsigned_relu = false;  // asymmetric because UseUnsignedReLU asked it of a relu-like output
 
   bool is_qdq() const { return format_traits(format).is_qdq; }
+};
+
+// What the graph says about an activation: the output of a bounded activation
+// (ir::kBoundedOutput), of a relu-like node (ir::is_relu_like); QuantizeOptions::
+// activation_range_factors' factor for it.
+struct ActivationFacts {
+  bool bounded = false;
+  bool relu_like = false;
+  float factor = 1.0f;
 };
 
 // The activation side of a graph as a pass sees it when it starts. Borrows its arguments.
@@ -82,10 +92,7 @@ class ActivationSpecs {
   bool is_float_initializer(const std::string& name) const;
 
  private:
-  // `bounded`: the tensor is the output of a bounded activation (ir::kBoundedOutput); `factor`:
-  // QuantizeOptions::activation_range_factors' for it.
-  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, bool bounded = false,
-                             float factor = 1.0f) const;
+  ResolvedSpec resolve_stats(const TensorStats& stats, const TensorQuantSpec& spec, const ActivationFacts& facts = {}) const;
 
   const CalibrationStats& stats_;
   const QuantizeOptions& options_;
@@ -96,6 +103,7 @@ class ActivationSpecs {
   struct Model {
     std::unordered_map<std::string, int32_t> element_types;  // declared or inferred
     std::unordered_set<std::string> bounded;  // outputs of ops with ir::kBoundedOutput
+    std::unordered_set<std::string> relu_like;  // outputs of ir::is_relu_like nodes
   };
   std::shared_ptr<const Model> model_;
   mutable std::map<std::string, TensorStats> constant_stats_;

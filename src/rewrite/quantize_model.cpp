@@ -88,6 +88,7 @@ QuantizeOptions quantize_options(const QuantConfig& config) {
   QuantizeOptions options;
   options.calib_method = config.extra.calib_method;
   options.activation_symmetric = config.extra.activation_symmetric;
+  options.unsigned_relu = config.extra.use_unsigned_relu;
   options.int32_bias = config.extra.int32_bias;
   options.ort_cpu_fusion = config.extra.ort_cpu_fusion;
   options.matmul_nbits = config.extra.matmul_nbits;
@@ -104,6 +105,10 @@ onnx::ModelProto quantize_model(onnx::ModelProto prepared, const std::vector<Nod
   onnx::ModelProto out = options.ort_cpu_fusion ? prepared : std::move(prepared);
   s.opset_from = rewrite::default_opset(out);
   int64_t needed = rewrite::insert_qdq(out, assignment, stats, options, label, s);
+  if (options.unsigned_relu && s.unsigned_relu_pairs == 0) {
+    s.notes.push_back("UseUnsignedReLU: no integer-quantized activation is the output of a Relu or of a Clip with lower "
+                      "bound 0; nothing was made unsigned");
+  }
   if (options.ort_cpu_fusion) {
     needed = std::max(needed, rewrite::place_for_ort_fusion(out, prepared, assignment, stats, options, label, s));
   }

@@ -9,6 +9,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/log.h"
+#include "mixprec/rewrite.h"
 #include "support/messages.h"
 #include "support/model_builder.h"
 #include "support/spec_example.h"
@@ -166,6 +167,19 @@ TEST(ConfigJsonTest, WrongShapesAndTypesNameTheFileAndTheKey) {
       {"[]", "cfg.json: the config must be an object"},
   };
   for (const auto& [text, expected] : cases) EXPECT_PRED2(contains, parse_error(text), expected) << text;
+}
+
+TEST(ConfigJsonTest, UseUnsignedReluIsReadAndWrittenInBothShapes) {
+  const QuantConfig off = parse(R"({})");
+  EXPECT_FALSE(off.extra.use_unsigned_relu);  // Quark's default
+  const QuantConfig on = parse(R"({"extra_options": {"UseUnsignedReLU": true}})");
+  EXPECT_TRUE(on.extra.use_unsigned_relu);
+  EXPECT_TRUE(on.extra.unknown.empty());  // a known key: no warning, not kept aside
+  EXPECT_EQ(parse_config(config_to_json(on), kLabel), on);
+  EXPECT_EQ(config_to_json(on, ConfigShape::kQuark)["extra_options"]["UseUnsignedReLU"], true);
+  EXPECT_TRUE(parse_config(config_to_json(on, ConfigShape::kQuark), kLabel).extra.use_unsigned_relu);
+  EXPECT_TRUE(quantize_options(on).unsigned_relu);
+  EXPECT_THROW(parse(R"({"extra_options": {"UseUnsignedReLU": "yes"}})"), Error);
 }
 
 TEST(ConfigJsonTest, AlgoConfigAndQuarkExtraOptionsGiveOneRecipe) {

@@ -111,6 +111,7 @@ Quantized quantize_with(const onnx::ModelProto& model, const QuantConfig& config
   options.calib_method = config.extra.calib_method;
   options.matmul_nbits = config.extra.matmul_nbits;
   options.int32_bias = config.extra.int32_bias;
+  options.unsigned_relu = config.extra.use_unsigned_relu;
   Quantized q;
   q.model = quantize_model(prepared, assignment, stats, options, "test", {}, &q.summary);
   return q;
@@ -232,6 +233,68 @@ TEST(RewriteInsertQdq, AConvTransposeFloatBiasBetweenIntegerOperandsRaisesOpset1
   const auto got = run_first_output(q.model, inputs);  // the Round error before
   EXPECT_LE(max_abs_diff(ref, got), 0.10f * max_abs(ref));
   EXPECT_GT(max_abs_diff(ref, got), 0.0f);
+}
+
+// UseUnsignedReLU: x -> Conv -> Relu -> Conv -> Clip(0, 6) -> Conv -> Clip(-1, 1) -> Conv -> y in
+// XINT8 (PowerOfTwo_NonOverflow, so the scales follow from the maxima by hand): the Relu's and
+// the Clip(0, 6)'s outputs get zero point -128 and half the scale (max / 255 instead of max /
+// 127, both rounded up to a power of two), the input and the Clip(-1, 1)'s output stay
+// symmetric. Off, every zero point is 0.
+TEST(RewriteInsertQdq, UseUnsignedReluGivesReluLikeOutputsEveryCode) {
+  ModelBuilder b;
+  b.add_input("x", onnx::TensorProto::FLOAT, {1, 2, 4, 4})
+      .add_initializer("w1", {2, 2, 1, 1}, deterministic_values(4, 1))
+      .add_initializer("w2", {2, 2, 1, 1}, deterministic_values(4, 2))
+      .add_initializer("w3", {2, 2, 1, 1}, deterministic_values(4, 3))
+      .add_initializer("w4", {2, 2, 1, 1}, deterministic_values(4, 4))
+      .add_initializer("zero", {}, {0.0f})
+      .add_initializer("six", {}, {6.0f})
+      .add_initializer("minus_one", {}, {-1.0f})
+      .add_initializer("one", {}, {1.0f})
+      .add_node("Conv", {"x", "w1"}, {"c1"}, {}, "conv1")
+      .add_node("Relu", {"c1"}, {"r"}, {}, "relu")
+      .add_node("Conv", {"r", "w2"}, {"c2"}, {}, "conv2")
+      .add_node("Clip", {"c2", "zero", "six"}, {"k"}, {}, "clip6")
+      .add_node("Conv", {"k", "w3"}, {"c3"}, {}, "conv3")
+      .add_node("Clip", {"c3", "minus_one", "one"}, {"m"}, {}, "clip1")
+      .add_node("Conv", {"m", "w4"}, {"y"}, {}, "conv4")
+      .add_output("y", onnx::TensorProto::FLOAT, {1, 2, 4, 4});
+  const onnx::ModelProto model = b.build();
+  QuantConfig config = *preset_config("XINT8");
+  config.extra.calib_method = CalibMethod::kPowerOfTwoNonOverflow;
+  const auto pairs = [](const onnx::ModelProto& m) {
+    std::map<std::string, std::pair<float, int>> out;  // quantized tensor -> (scale, zero point)
+    std::map<std::string, const onnx::TensorProto*> inits;
+    for (const auto& init : m.graph().initializer()) inits[init.name()] = &init;
+    for (const auto& node : m.graph().node()) {
+      if (node.op_type() != "QuantizeLinear") continue;
+      const Tensor scale = tensor_from_proto(*inits.at(node.input(1)), "test");
+      const Tensor zero = tensor_from_proto(*inits.at(node.input(2)), "test");
+      EXPECT_EQ(zero.dtype(), DType::kInt8) << node.input(0);
+      out[node.input(0)] = {scale.to_floats()[0], static_cast<int>(zero.to_floats()[0])};
+    }
+    return out;
+  };
+  const Quantized plain = quantize_with(model, config);
+  config.extra.use_unsigned_relu = true;
+  const Quantized unsigned_relu = quantize_with(model, config);
+  EXPECT_EQ(plain.summary.unsigned_relu_pairs, 0);
+  EXPECT_EQ(unsigned_relu.summary.unsigned_relu_pairs, 2);
+  EXPECT_EQ(unsigned_relu.summary.qdq_pairs, 4);
+  const auto before = pairs(plain.model);
+  const auto after = pairs(unsigned_relu.model);
+  ASSERT_EQ(after.size(), 4u);
+  for (const auto& [tensor, params] : before) EXPECT_EQ(params.second, 0) << tensor;
+  for (const std::string tensor : {"r", "k"}) {
+    EXPECT_EQ(after.at(tensor).second, -128) << tensor;
+    EXPECT_EQ(after.at(tensor).first, before.at(tensor).first / 2) << tensor;
+  }
+  for (const std::string tensor : {"x", "m"}) EXPECT_EQ(after.at(tensor), before.at(tensor)) << tensor;
+
+  const Session session = Session::from_model(model, "test");
+  const NamedTensors inputs = random_inputs(session, 5);
+  const auto ref = run_first_output(model, inputs);
+  EXPECT_LE(max_abs_diff(ref, run_first_output(unsigned_relu.model, inputs)), 0.10f * max_abs(ref));
 }
 
 TEST(RewriteInsertQdq, Int16ActivationsRaiseOpsetTo21) {
