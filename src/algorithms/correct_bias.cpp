@@ -2,7 +2,12 @@
 // ConvTranspose and Gemm.
 //
 //   Before:  prepared:  x → Conv(W, b) → y            quantized = rewrite(prepared):  ... → Conv(DQ(Wq), b') → y'
-//   After:   prepared:  x → Conv(W, b + d) → y,
+//   After:   prepared:  x → Conv(W, b~ + d) → y,
+//            b~ the bias as the quantized model computes with it (b' dequantized). d includes
+//            b's own rounding error b - b~, so with a coarse bias grid (XINT8's int8 bias) b + d
+//            would count it twice, once in d and once when the rewrite rounds again; b~ + d is
+//            what the grid should hold. (On the PP-OCR models in XINT8 the change moves results
+//            by up to 1.3 dB either way: the int8 grid's rounding decides there; BENCHMARKS.md.)
 //            d[k] = mean over samples, batch and spatial axes of (y - y')[:, k, ...], where y is
 //            the float model's output (BiasCorrectionOptions::reference when given: after
 //            AdaRound, the model before it, whose weights are the ones to aim at) and y' the
@@ -112,6 +117,55 @@ std::string unquantized(const ir::GraphView& view, const std::string& name) {
   return view.node(*q).input(0);
 }
 
+// The bias of each of `names`' nodes as `quantized` computes with it: a float initializer as
+// is, constant codes through their DequantizeLinear (per tensor, or per channel along axis 0);
+// absent when the node has no bias or it is computed otherwise. The shift measured on
+// `quantized` is relative to this bias, not to the float one: with a coarse bias grid (XINT8's
+// int8 bias, one power-of-two step for the whole tensor) the float bias plus the shift would
+// count the bias's own rounding error twice, once in the shift and once when the rewrite
+// rounds again.
+std::map<std::string, std::vector<float>> stored_biases(const onnx::ModelProto& quantized, const std::set<std::string>& names,
+                                                        const std::string& label) {
+  const ir::GraphView view(quantized.graph(), label);
+  std::map<std::string, std::vector<float>> out;
+  const auto floats = [&](const std::string& name) -> std::optional<Tensor> {
+    const onnx::TensorProto* init = view.resolve_initializer(name);
+    if (init == nullptr) return std::nullopt;
+    return tensor_from_proto(*init, label);
+  };
+  for (size_t i = 0; i < view.node_count(); ++i) {
+    const onnx::NodeProto& node = view.node(i);
+    if (!names.contains(node.name()) || node.input_size() < 3 || node.input(2).empty()) continue;
+    const std::string& bias = node.input(2);
+    if (const std::optional<Tensor> plain = floats(bias); plain && plain->dtype() == DType::kFloat32) {
+      out[node.name()] = plain->to_floats();
+      continue;
+    }
+    const auto dq = view.producer(bias);
+    if (!dq) continue;
+    const onnx::NodeProto& d = view.node(*dq);
+    if (d.op_type() != "DequantizeLinear" || d.input_size() < 2 || ir::int_attribute(d, "block_size").value_or(0) != 0) continue;
+    const std::optional<Tensor> codes = floats(d.input(0));
+    const std::optional<Tensor> scale = floats(d.input(1));
+    const std::optional<Tensor> zero = d.input_size() > 2 && !d.input(2).empty() ? floats(d.input(2)) : std::nullopt;
+    if (!codes || !scale || codes->shape().size() != 1 || (d.input_size() > 2 && !d.input(2).empty() && !zero)) continue;
+    QuantParams params;
+    params.scale = scale->to_floats();
+    if (zero) {
+      for (float z : zero->to_floats()) params.zero_point.push_back(static_cast<int32_t>(z));
+    } else {
+      params.zero_point.assign(params.scale.size(), 0);
+    }
+    if (params.scale.size() != 1) params.axis = 0;
+    if (params.scale.size() != params.zero_point.size() ||
+        (params.axis == 0 && static_cast<int64_t>(params.scale.size()) != codes->shape()[0])) {
+      continue;
+    }
+    out[node.name()] = dequantize_tensor(*codes, params).to_floats();
+  }
+  return out;
+}
+
 int64_t output_channels(const onnx::NodeProto& node, const onnx::TensorProto& weight) {
   if (node.op_type() == "Conv") return weight.dims(0);
   if (node.op_type() == "ConvTranspose") return weight.dims(1) * ir::int_attribute(node, "group").value_or(1);
@@ -145,11 +199,13 @@ std::vector<Site> find_sites(const onnx::ModelProto& prepared, const onnx::Model
   return sites;
 }
 
-// Adds `shift` to the bias of node `name` in `model`, each channel damped to the reference's
-// limit when `reference` is given; creates the bias when absent. Returns what was added (empty
-// when the bias cannot be written).
+// Sets the bias of node `name` in `model` to `stored` (stored_biases': the bias the shift was
+// measured with; the model's own bias when absent) plus `shift`, each channel damped to the
+// reference's limit when `reference` is given; creates the bias when absent. Returns what was
+// added (empty when the bias cannot be written).
 std::vector<float> add_to_bias(onnx::ModelProto& model, const std::string& name, const std::vector<double>& shift,
-                               const ChannelMoments* reference, const std::string& label, BiasCorrectionSummary& summary) {
+                               const std::vector<float>* stored, const ChannelMoments* reference, const std::string& label,
+                               BiasCorrectionSummary& summary) {
   onnx::GraphProto& graph = *model.mutable_graph();
   onnx::NodeProto* node = nullptr;
   for (auto& n : *graph.mutable_node()) {
@@ -164,13 +220,14 @@ std::vector<float> add_to_bias(onnx::ModelProto& model, const std::string& name,
     }
     if (!proto) return {};
   }
-  std::vector<float> bias = proto ? tensor_from_proto(*proto, label).to_floats() : std::vector<float>(channels, 0.0f);
-  if (bias.size() != channels) return {};
+  const std::vector<float> own = proto ? tensor_from_proto(*proto, label).to_floats() : std::vector<float>(channels, 0.0f);
+  if (own.size() != channels) return {};
+  std::vector<float> bias = stored != nullptr && stored->size() == channels ? *stored : own;
   std::vector<float> added(channels);
   for (size_t c = 0; c < channels; ++c) {
     double applied = shift[c];
     if (reference) {
-      const double limit = std::max(std::fabs(static_cast<double>(bias[c])), reference->spread(c));
+      const double limit = std::max(std::fabs(static_cast<double>(own[c])), reference->spread(c));
       applied = std::clamp(shift[c], -limit, limit);
       if (applied != shift[c]) ++summary.damped_channels;
     }
@@ -236,6 +293,9 @@ void correct_layer_shifts(onnx::ModelProto& prepared, const onnx::ModelProto& qu
       got_float[k].add(got.at(2 * k + 1).second, sites[k].channels);
     }
   }
+  std::set<std::string> names;
+  for (const Site& site : sites) names.insert(site.node);
+  const std::map<std::string, std::vector<float>> stored = stored_biases(quantized, names, label);
   for (size_t k = 0; k < sites.size(); ++k) {
     if (got_q[k].count == 0 || got_float[k].count == 0) continue;
     std::vector<double> shift(static_cast<size_t>(sites[k].channels));
@@ -244,7 +304,8 @@ void correct_layer_shifts(onnx::ModelProto& prepared, const onnx::ModelProto& qu
       shift_total += std::fabs(shift[c]);
       ++shift_channels;
     }
-    add_to_bias(prepared, sites[k].node, shift, &got_float[k], label, summary);
+    const auto it = stored.find(sites[k].node);
+    add_to_bias(prepared, sites[k].node, shift, it == stored.end() ? nullptr : &it->second, &got_float[k], label, summary);
     ++summary.layers;
   }
 }
@@ -320,13 +381,20 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
     }
     std::erase(members, sites.size());
     if (members.empty()) continue;
+    std::set<std::string> names;
+    for (size_t k : members) names.insert(sites[k].node);
+    const std::map<std::string, std::vector<float>> stored = stored_biases(quantized, names, label);
+    const auto stored_of = [&](size_t k) -> const std::vector<float>* {
+      const auto it = stored.find(sites[k].node);
+      return it == stored.end() ? nullptr : &it->second;
+    };
     // Layers whose shift the store knows get it now; the others are measured in one pass.
     std::map<size_t, std::string> keys;
     if (options.store) {
       const std::map<std::string, uint64_t> digests = algorithms::tensor_digests(quantized, label);
       for (size_t k : members) {
         Fnv1a key;
-        for (const std::string& part : {std::string("bias_correction-model-1"), options.data, samples_text, sites[k].node,
+        for (const std::string& part : {std::string("bias_correction-model-2"), options.data, samples_text, sites[k].node,
                                         std::to_string(digests.at(sites[k].output)),
                                         std::to_string(float_digests.at(sites[k].output))}) {
           key.add(part);
@@ -337,7 +405,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
         const std::optional<LearnedLayer> known = options.store->find(keys[k]);
         if (!known || known->weights.size() != static_cast<size_t>(sites[k].channels)) return false;
         const std::vector<double> shift(known->weights.begin(), known->weights.end());
-        if (add_to_bias(prepared, sites[k].node, shift, nullptr, label, summary).empty()) return false;
+        if (add_to_bias(prepared, sites[k].node, shift, stored_of(k), nullptr, label, summary).empty()) return false;
         summary.damped_channels += known->changed;
         ++summary.layers;
         ++summary.reused;
@@ -367,7 +435,7 @@ BiasCorrectionSummary correct_bias(onnx::ModelProto& prepared, const RewriteFn& 
         ++shift_channels;
       }
       const size_t damped_before = summary.damped_channels;
-      std::vector<float> added = add_to_bias(prepared, site.node, shift, &want, label, summary);
+      std::vector<float> added = add_to_bias(prepared, site.node, shift, stored_of(members[m]), &want, label, summary);
       ++summary.layers;
       if (options.store && !added.empty()) {
         options.store->store(keys.at(members[m]),

@@ -136,6 +136,42 @@ TEST(AlgorithmsBiasCorrection, HandWorkedShift) {
   }
 }
 
+// The float Conv with its bias stored as int8 codes at scale 1 (a coarse bias grid, as XINT8's
+// int8 bias can be), the weight exact (code 4 at 0.25), the input as in quantized_model.
+onnx::ModelProto coarse_bias_model(float bias) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {1, 1, 2, 2})
+      .add_initializer("x_scale", {}, {1.0f})
+      .add_initializer_i8("x_zero", {}, {0})
+      .add_initializer_i8("w_q", {1, 1, 1, 1}, {4})
+      .add_initializer("w_scale", {}, {0.25f})
+      .add_initializer_i8("b_q", {1}, {static_cast<int8_t>(std::nearbyint(bias))})
+      .add_initializer("b_scale", {}, {1.0f})
+      .add_node("QuantizeLinear", {"x", "x_scale", "x_zero"}, {"xq"}, {}, "conv/input_q")
+      .add_node("DequantizeLinear", {"xq", "x_scale", "x_zero"}, {"xd"}, {}, "conv/input_dq")
+      .add_node("DequantizeLinear", {"w_q", "w_scale"}, {"wd"}, {}, "conv/weight_dq")
+      .add_node("DequantizeLinear", {"b_q", "b_scale"}, {"bd"}, {}, "conv/bias_dq")
+      .add_node("Conv", {"xd", "wd", "bd"}, {"y"}, {}, "conv")
+      .add_output("y", TensorProto::FLOAT, {1, 1, 2, 2})
+      .build();
+}
+
+TEST(AlgorithmsBiasCorrection, TheShiftIsAddedToTheBiasAsStored) {
+  // b = 0.3 is stored as code 0: the measured shift is 0.3, which is b's own rounding error.
+  // Added to the stored bias (0) it gives 0.3, which the grid rounds to 0 again: off by 0.3, the
+  // nearest the grid has. Added to the float bias it would give 0.6, rounded to 1: off by 0.7.
+  for (const BiasCorrectionMode mode : {BiasCorrectionMode::kModel, BiasCorrectionMode::kLayer}) {
+    SCOPED_TRACE(bias_correction_mode_names().name(mode));
+    onnx::ModelProto prepared = float_model(0.3f);
+    const FixedSamples samples({{1, 2, 3, 6}, {-1, 0, 1, 4}});
+    const RewriteFn rewrite = [](const onnx::ModelProto& p) { return coarse_bias_model(bias_of(p)); };
+    const BiasCorrectionSummary summary = correct_bias(prepared, rewrite, samples, {.mode = mode}, "test");
+    EXPECT_EQ(summary.layers, 1u);
+    EXPECT_NEAR(summary.mean_abs_shift, 0.3, 1e-6);
+    EXPECT_FLOAT_EQ(bias_of(prepared), 0.3f);
+  }
+}
+
 TEST(AlgorithmsBiasCorrection, TheWholeModelModeAimsAtTheReferenceModel) {
   // After AdaRound the prepared weight is its learned on-grid value 1.25 (code 5); the float
   // model's is 1. Against the prepared model the quantized one has no shift (both give 1.25 x);
