@@ -20,6 +20,7 @@
 #include "mixprec/rewrite.h"
 #include "mixprec/runtime.h"
 #include "mixprec/sample_source.h"
+#include "mixprec/tensor_proto.h"
 #include "support/float_compare.h"
 #include "support/memory_source.h"
 #include "support/model_builder.h"
@@ -194,6 +195,65 @@ TEST(SubgraphQuantization, Int8BodyIsCalibratedInsideTheBranchAndStaysWithinOneS
   EXPECT_EQ(strip.qdq_pairs, 2);
   EXPECT_EQ(nested_op_counts(stripped.graph()).count("QuantizeLinear"), 0u);
   EXPECT_EQ(nested_op_counts(stripped.graph()).count("DequantizeLinear"), 0u);
+}
+
+// UseUnsignedReLU inside bodies: x [1, 8], cond -> If: then Relu(x) -> Gemm, else Clip(x,
+// low, high) -> Gemm with low = 0 and high = 2 main-graph initializers the body reads from the
+// outer scope. Both Gemm inputs are relu-like, so XINT8 gives each body's pair zero point -128.
+TEST(SubgraphQuantization, UseUnsignedReluReachesIntoBodiesAndReadsOuterClipBounds) {
+  const auto branch = [](const std::string& name, bool relu, uint32_t seed) {
+    ModelBuilder b;
+    b.add_output(name + "_out", TensorProto::FLOAT, {1, 4})
+        .add_initializer(name + "_w", {4, 8}, deterministic_values(32, seed))
+        .add_initializer(name + "_b", {4}, deterministic_values(4, seed + 1, 0.1f));
+    if (relu) {
+      b.add_node("Relu", {"x"}, {name + "_in"}, {}, name + "_act");
+    } else {
+      b.add_node("Clip", {"x", "low", "high"}, {name + "_in"}, {}, name + "_act");
+    }
+    b.add_node("Gemm", {name + "_in", name + "_w", name + "_b"}, {name + "_out"}, {attr_int("transB", 1)}, name);
+    return b.build_graph();
+  };
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", TensorProto::FLOAT, {1, 8})
+                                     .add_input("cond", TensorProto::BOOL, {})
+                                     .add_initializer("low", {}, {0.0f})
+                                     .add_initializer("high", {}, {2.0f})
+                                     .add_output("y", TensorProto::FLOAT, {1, 4})
+                                     .add_node("If", {"cond"}, {"y"},
+                                               {attr_graph("then_branch", branch("fc_then", true, 3)),
+                                                attr_graph("else_branch", branch("fc_else", false, 7))},
+                                               "if")
+                                     .build();
+  const Samples calibration(if_samples({true, false, true, false}));
+  QuantConfig config = *preset_config("XINT8");
+  config.extra.use_unsigned_relu = true;
+  const onnx::ModelProto prepared = prepare_model(model, {}, kLabel);
+  const CalibrationStats stats = calibrate_model(prepared, kLabel, calibration);
+  RewriteSummary summary;
+  const onnx::ModelProto q =
+      quantize_model(prepared, assign_layers(config, prepared, kLabel), stats, quantize_options(config), kLabel, {}, &summary);
+  EXPECT_EQ(summary.unsigned_relu_pairs, 2);
+  std::map<std::string, float> zero_points;  // quantized tensor -> its zero point
+  std::function<void(const onnx::GraphProto&)> visit = [&](const onnx::GraphProto& g) {
+    std::map<std::string, const onnx::TensorProto*> inits;
+    for (const auto& init : g.initializer()) inits[init.name()] = &init;
+    for (const auto& node : g.node()) {
+      if (node.op_type() == "QuantizeLinear" && inits.count(node.input(2))) {
+        zero_points[node.input(0)] = tensor_from_proto(*inits.at(node.input(2)), kLabel).to_floats().at(0);
+      }
+      for (const auto& attribute : node.attribute()) {
+        if (attribute.has_g()) visit(attribute.g());
+      }
+    }
+  };
+  visit(q.graph());
+  EXPECT_EQ(zero_points, (std::map<std::string, float>{{"fc_then_in", -128.0f}, {"fc_else_in", -128.0f}}));
+  for (bool c : {true, false}) {
+    const NamedTensors inputs = calibration.sample(c ? 0 : 1);
+    const auto ref = first_output(model, inputs);
+    EXPECT_LE(max_abs_diff(ref, first_output(q, inputs)), 0.1f * max_abs(ref)) << c;
+  }
 }
 
 TEST(SubgraphQuantization, ABranchNoSampleTookIsWarnedAboutAndStaysFloat) {
