@@ -47,7 +47,8 @@ ActivationSpecs::ActivationSpecs(const onnx::GraphProto& graph, const Calibratio
     const onnx::NodeProto& node = ref.node();
     if (node.output_size() == 0) continue;
     if ((ir::op_traits(node).flags & ir::kBoundedOutput) != 0) model->bounded.insert(node.output(0));
-    if (ir::is_relu_like(*ref.graph, node, label)) model->relu_like.insert(node.output(0));
+    // Read only when asked for: a Clip's bound is decoded to tell.
+    if (options.unsigned_relu && ir::is_relu_like(*ref.graph, node, label)) model->relu_like.insert(node.output(0));
   }
   model_ = std::move(model);
 }
