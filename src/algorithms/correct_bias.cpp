@@ -57,6 +57,7 @@
 #include "ir/node_builder.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/tensor_proto.h"
+#include "rewrite/quant_ops.h"
 
 namespace mixprec {
 namespace {
@@ -118,50 +119,28 @@ std::string unquantized(const ir::GraphView& view, const std::string& name) {
 }
 
 // The bias of each of `names`' nodes as `quantized` computes with it: a float initializer as
-// is, constant codes through their DequantizeLinear (per tensor, or per channel along axis 0);
-// absent when the node has no bias or it is computed otherwise. The shift measured on
-// `quantized` is relative to this bias, not to the float one: with a coarse bias grid (XINT8's
-// int8 bias, one power-of-two step for the whole tensor) the float bias plus the shift would
-// count the bias's own rounding error twice, once in the shift and once when the rewrite
-// rounds again.
+// is, constant codes through their dequantize node (rewrite::dequantize_constant); absent when
+// the node has no bias or it is computed otherwise. The shift measured on `quantized` is
+// relative to this bias, not to the float one: with a coarse bias grid (XINT8's int8 bias, one
+// power-of-two step for the whole tensor) the float bias plus the shift would count the bias's
+// own rounding error twice, once in the shift and once when the rewrite rounds again.
 std::map<std::string, std::vector<float>> stored_biases(const onnx::ModelProto& quantized, const std::set<std::string>& names,
                                                         const std::string& label) {
   const ir::GraphView view(quantized.graph(), label);
   std::map<std::string, std::vector<float>> out;
-  const auto floats = [&](const std::string& name) -> std::optional<Tensor> {
-    const onnx::TensorProto* init = view.resolve_initializer(name);
-    if (init == nullptr) return std::nullopt;
-    return tensor_from_proto(*init, label);
-  };
   for (size_t i = 0; i < view.node_count(); ++i) {
     const onnx::NodeProto& node = view.node(i);
     if (!names.contains(node.name()) || node.input_size() < 3 || node.input(2).empty()) continue;
     const std::string& bias = node.input(2);
-    if (const std::optional<Tensor> plain = floats(bias); plain && plain->dtype() == DType::kFloat32) {
-      out[node.name()] = plain->to_floats();
+    if (const onnx::TensorProto* plain = view.resolve_initializer(bias); plain && plain->data_type() == onnx::TensorProto::FLOAT) {
+      out[node.name()] = tensor_from_proto(*plain, label).to_floats();
       continue;
     }
     const auto dq = view.producer(bias);
-    if (!dq) continue;
-    const onnx::NodeProto& d = view.node(*dq);
-    if (d.op_type() != "DequantizeLinear" || d.input_size() < 2 || ir::int_attribute(d, "block_size").value_or(0) != 0) continue;
-    const std::optional<Tensor> codes = floats(d.input(0));
-    const std::optional<Tensor> scale = floats(d.input(1));
-    const std::optional<Tensor> zero = d.input_size() > 2 && !d.input(2).empty() ? floats(d.input(2)) : std::nullopt;
-    if (!codes || !scale || codes->shape().size() != 1 || (d.input_size() > 2 && !d.input(2).empty() && !zero)) continue;
-    QuantParams params;
-    params.scale = scale->to_floats();
-    if (zero) {
-      for (float z : zero->to_floats()) params.zero_point.push_back(static_cast<int32_t>(z));
-    } else {
-      params.zero_point.assign(params.scale.size(), 0);
+    if (!dq || !rewrite::is_one_of(view.node(*dq), rewrite::kDequantizeOps)) continue;
+    if (std::optional<Tensor> values = rewrite::dequantize_constant(view, view.node(*dq), label)) {
+      out[node.name()] = values->to_floats();
     }
-    if (params.scale.size() != 1) params.axis = 0;
-    if (params.scale.size() != params.zero_point.size() ||
-        (params.axis == 0 && static_cast<int64_t>(params.scale.size()) != codes->shape()[0])) {
-      continue;
-    }
-    out[node.name()] = dequantize_tensor(*codes, params).to_floats();
   }
   return out;
 }

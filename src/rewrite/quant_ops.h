@@ -4,8 +4,13 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include <onnx/onnx_pb.h>
+
+#include "ir/graph_view.h"
+#include "mixprec/tensor.h"
 
 namespace mixprec::rewrite {
 
@@ -37,5 +42,12 @@ inline bool is_one_of(const onnx::NodeProto& node, const QuantOp (&ops)[N]) {
   }
   return false;
 }
+
+// The values of dequantize node `dq` of `view` when its codes, scale and zero point are all
+// initializers: (q - zp) x scale per tensor, along its axis (default 1), or per block of its
+// block_size along it. nullopt when one of them is computed. kBadInput (naming `label`) for a
+// zero point that is not a finite code or an axis outside the codes' shape. Shared by
+// strip_quantization (folding weights back to floats) and bias correction (the bias as stored).
+std::optional<Tensor> dequantize_constant(const ir::GraphView& view, const onnx::NodeProto& dq, const std::string& label);
 
 }  // namespace mixprec::rewrite

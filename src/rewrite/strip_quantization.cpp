@@ -156,48 +156,9 @@ class Stripper {
 
   // DequantizeLinear of constant codes → a float initializer named as its output.
   bool fold_constant_dq(const ir::GraphView& view, size_t i) {
-    const onnx::NodeProto& node = view.node(i);
-    const onnx::TensorProto* codes = view.resolve_initializer(node.input(0));
-    const onnx::TensorProto* scale = node.input_size() > 1 ? view.resolve_initializer(node.input(1)) : nullptr;
-    if (!codes || !scale) return false;
-    std::optional<Tensor> zero_point;
-    if (node.input_size() > 2 && !node.input(2).empty()) {
-      const onnx::TensorProto* zp = view.resolve_initializer(node.input(2));
-      if (!zp) return false;
-      zero_point = tensor_from_proto(*zp, label_);
-    }
-    // (q - zp) * scale per tensor, along `axis` (default 1), or per block of `block_size` along it.
-    const Tensor q = tensor_from_proto(*codes, label_);
-    QuantParams params;
-    params.scale = tensor_from_proto(*scale, label_).to_floats();
-    if (zero_point) {
-      for (float z : zero_point->to_floats()) {
-        // An FP8 zero point can hold NaN or a value past int32 (a hostile file): not a zero point.
-        if (!std::isfinite(z) || std::fabs(z) > 2147483520.0f) {
-          throw_bad_input(label_, node.op_type() + " '" + node.name() + "': zero point " + std::to_string(z) +
-                                      " is not a finite code");
-        }
-        params.zero_point.push_back(static_cast<int32_t>(z));
-      }
-    }
-    const int64_t block_size = ir::int_attribute(node, "block_size").value_or(0);
-    if (params.scale.size() != 1 || scale->dims_size() > 1 || block_size != 0) {  // else per tensor
-      const auto rank = static_cast<int64_t>(q.shape().size());
-      const int64_t axis = ir::int_attribute(node, "axis").value_or(1);
-      params.axis = axis < 0 ? axis + rank : axis;
-      params.block_size = block_size;
-      if (params.axis < 0 || params.axis >= rank) {
-        throw_bad_input(label_, node.op_type() + " '" + node.name() + "': axis " + std::to_string(axis) +
-                                    " is outside its codes' shape " + shape_to_string(q.shape()));
-      }
-    }
-    Tensor values;
-    try {
-      values = dequantize_tensor(q, params);
-    } catch (const Error& error) {
-      throw_bad_input(label_, node.op_type() + " '" + node.name() + "': " + error.message());
-    }
-    folded_.push_back(tensor_to_proto(values, node.output(0)));
+    std::optional<Tensor> values = rewrite::dequantize_constant(view, view.node(i), label_);
+    if (!values) return false;
+    folded_.push_back(tensor_to_proto(*values, view.node(i).output(0)));
     drop_.insert(i);
     ++summary_.folded_initializers;
     return true;
