@@ -154,6 +154,7 @@ struct LayerReconstruction {
 struct ReconstructionSummary {
   ReconstructionMethod method = ReconstructionMethod::kAdaRound;
   int64_t iterations = 0;
+  double drop_ratio = 1;       // ReconstructionSettings::drop_ratio
   size_t layers = 0;           // layers whose learned weights were written back
   size_t reused = 0;           // of those, taken from the store (learned by an earlier run)
   size_t levels = 0;           // rewrite rounds

@@ -142,6 +142,7 @@ struct FastFinetuneOptions {
   std::optional<int64_t> num_iterations;  // NumIterations, >= 1
   std::optional<double> learning_rate;    // LearningRate, > 0
   std::optional<double> reg_param;        // RegParam (AdaRound), >= 0
+  std::optional<double> drop_ratio;       // DropRatio, in [0, 1]
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
 
   bool operator==(const FastFinetuneOptions&) const = default;
@@ -222,6 +223,7 @@ struct AlgorithmEntry {
   std::optional<double> learning_rate;     // > 0
   std::optional<double> reg_param;         // adaround only, >= 0
   std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
+  std::optional<double> drop_ratio;        // adaround and adaquant, in [0, 1] (unset: ReconstructionSettings)
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
   // scale_search only (unset: ScaleSearchSettings' defaults).
   std::optional<int64_t> max_shift;        // >= 1
@@ -341,6 +343,11 @@ struct ReconstructionSettings {
   double warm_start = 0.2;
   double beta_start = 20;
   double beta_end = 2;
+  // Quark's drop_ratio (QDrop, Wei et al. 2022), kFloatOutput only: the chance that an element
+  // of the layer's input X is the quantized model's rather than the float model's, each element
+  // drawn on its own. 1 (the default, as in Quark): X^ throughout. The loss is taken in
+  // expectation over the draws (layer_reconstruction.h), so no draw is made.
+  double drop_ratio = 1;
 
   bool operator==(const ReconstructionSettings&) const = default;
 };

@@ -93,6 +93,19 @@ double reconstruction_loss(const GroupProblem& g, const Matrix& codes) {
   return loss;
 }
 
+void set_inputs(GroupProblem& g, const Eigen::MatrixXd& gram, const Eigen::MatrixXd& cross,
+                const Eigen::MatrixXd& reference, double drop_ratio) {
+  const double q = drop_ratio;
+  // E[M M^T] and E[M X^T] for M = B o X^ + (1 - B) o X, B_ij ~ Bernoulli(q) independent.
+  Eigen::MatrixXd mixed = q * q * gram + (1 - q) * (1 - q) * reference + q * (1 - q) * (cross + cross.transpose());
+  mixed.diagonal() += q * (1 - q) * (gram - cross - cross.transpose() + reference).diagonal();
+  const Eigen::MatrixXd mixed_cross = q * cross + (1 - q) * reference;
+  const Eigen::MatrixXd w = g.weight.cast<double>();
+  g.gram = mixed.cast<float>();
+  g.residual = (w * (mixed - mixed_cross.transpose())).cast<float>();
+  g.offset = (w.array() * (w * (mixed - mixed_cross - mixed_cross.transpose() + reference)).array()).sum();
+}
+
 Matrix optimize_group(const GroupProblem& g, const RoundingModel& model, const ReconstructionSettings& settings) {
   Matrix params = model.initial(g);
   Matrix m = Matrix::Zero(params.rows(), params.cols());
@@ -473,7 +486,8 @@ bool add_sample(const LayerShape& shape, const Tensor& x, const Tensor* referenc
 
 // The problem of every group: weights, grid, pinned range elements, G.
 std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vector<float>& weight,
-                                         const config::WeightGrid& grid, FormatId format, const GramSums& sums) {
+                                         const config::WeightGrid& grid, FormatId format, const GramSums& sums,
+                                         double drop_ratio) {
   const FormatTraits& traits = format_traits(format);
   const auto sq = static_cast<float>(symmetric_qmax(format));
   const bool per_channel = grid.params.axis >= 0;
@@ -534,13 +548,11 @@ std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vec
     }
     const double columns = static_cast<double>(std::max<size_t>(1, sums.columns));
     const Eigen::MatrixXd gram = sums.gram[static_cast<size_t>(g)] / columns;
-    p.gram = gram.cast<float>();
-    if (!sums.cross.empty()) {
-      const Eigen::MatrixXd cross = sums.cross[static_cast<size_t>(g)] / columns;
-      const Eigen::MatrixXd reference = sums.reference[static_cast<size_t>(g)] / columns;
-      const Eigen::MatrixXd w = p.weight.cast<double>();
-      p.residual = (w * (gram - cross.transpose())).cast<float>();
-      p.offset = (w.array() * (w * (gram - cross - cross.transpose() + reference)).array()).sum();
+    if (sums.cross.empty()) {
+      p.gram = gram.cast<float>();
+    } else {
+      algorithms::set_inputs(p, gram, sums.cross[static_cast<size_t>(g)] / columns,
+                             sums.reference[static_cast<size_t>(g)] / columns, drop_ratio);
     }
   }
   return problems;
@@ -592,7 +604,7 @@ std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& flo
   key.add(reconstruction_method_names().name(settings.method));
   key.add(std::to_string(static_cast<int>(settings.target)));
   for (double v : {static_cast<double>(settings.iterations), settings.learning_rate, settings.reg_param, settings.warm_start,
-                   settings.beta_start, settings.beta_end}) {
+                   settings.beta_start, settings.beta_end, settings.drop_ratio}) {
     key.add(std::to_string(v));
   }
   key.add(options.data);
@@ -616,6 +628,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   ReconstructionSummary summary;
   summary.method = settings.method;
   summary.iterations = settings.iterations;
+  summary.drop_ratio = settings.drop_ratio;
   const std::string name = reconstruction_method_names().name(settings.method);
   std::vector<size_t> indices = options.samples;
   if (indices.empty()) {
@@ -798,7 +811,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         continue;
       }
       const std::vector<float> values = weight.to_floats();
-      const std::vector<GroupProblem> problems = build_problems(c.shape, values, grid, spec.format, sums[m]);
+      const std::vector<GroupProblem> problems = build_problems(c.shape, values, grid, spec.format, sums[m], settings.drop_ratio);
       std::vector<Matrix> learned(problems.size());
 #pragma omp parallel for schedule(dynamic) if (problems.size() > 1)
       for (size_t g = 0; g < problems.size(); ++g) learned[g] = algorithms::optimize_group(problems[g], *model, settings);

@@ -13,6 +13,16 @@
 // kFloatOutput) the loss is ||W_q X^ - W X||^2 / columns = tr(D G D^T) + 2 <D, R> + L0, with
 // G = X^ X^T / columns, R = W (X^ - X) X^T... precisely R = W (G - C^T), C = X^ X^T / columns,
 // and L0 the loss of W itself; dL/dD = 2 (D G + R).
+//
+// drop_ratio q < 1 (Quark's, after QDrop, Wei et al. 2022): the layer sees M = B o X^ + (1 - B) o X,
+// each element of B drawn 1 with chance q, and the loss is its expectation over B:
+// ||W_q M - W X||^2 / columns, so G and C above become
+//     E[M M^T] / columns = q^2 G + (1-q)^2 F + q(1-q) (C + C^T) + q(1-q) diag(G - C - C^T + F),
+//     E[M X^T] / columns = q C + (1-q) F,                                  F = X X^T / columns
+// (off the diagonal two elements are drawn apart; on it an element meets itself, E[m^2] =
+// q x^^2 + (1-q) x^2, which the first three terms miss by q(1-q) (x^ - x)^2). An element is an
+// entry of im2col's X: a tap that reads the same input pixel as another is drawn on its own.
+// Nothing is drawn, so the result is as reproducible as with q = 1.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +50,12 @@ struct GroupProblem {
   Matrix nearest;    // the rewrite's codes (round half to even, saturated)
   Matrix fixed;      // 1 where the code is pinned to nearest: the elements that set the grid's range
 };
+
+// Fills G, R and L0 of `group` (its weight already set) for kFloatOutput at drop_ratio q
+// (above; q = 1: the plain problem) from, each divided by the columns, `gram` = X^ X^^T,
+// `cross` C_ij = sum x^_i x_j (the float input on the right) and `reference` F = X X^T.
+void set_inputs(GroupProblem& group, const Eigen::MatrixXd& gram, const Eigen::MatrixXd& cross,
+                const Eigen::MatrixXd& reference, double drop_ratio);
 
 // L(C) (see above).
 double reconstruction_loss(const GroupProblem& group, const Matrix& codes);

@@ -129,6 +129,7 @@ struct Schema<FastFinetuneOptions> {
       {"NumIterations", &FastFinetuneOptions::num_iterations},
       {"LearningRate", &FastFinetuneOptions::learning_rate},
       {"RegParam", &FastFinetuneOptions::reg_param},
+      {"DropRatio", &FastFinetuneOptions::drop_ratio},
   };
   static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
@@ -399,6 +400,8 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.reg_param.emplace());
     } else if (item.key() == "target") {
       read_value(item.value(), at / item.key(), out.target.emplace());
+    } else if (item.key() == "drop_ratio") {
+      read_value(item.value(), at / item.key(), out.drop_ratio.emplace());
     } else if (item.key() == "alpha") {
       read_value(item.value(), at / item.key(), out.alpha.emplace());
     } else if (item.key() == "finer") {
@@ -412,12 +415,21 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
 }
 
 // The ranges of the reconstruction parameters, wherever they are given.
+struct ReconstructionKeys {
+  const char* iterations;
+  const char* learning_rate;
+  const char* reg_param;
+  const char* drop_ratio;
+};
 void check_reconstruction(const std::optional<int64_t>& iterations, const std::optional<double>& learning_rate,
-                          const std::optional<double>& reg_param, const Where& at, const char* iterations_key,
-                          const char* learning_rate_key, const char* reg_param_key) {
-  if (iterations && *iterations < 1) (at / iterations_key).fail("must be at least 1 (Adam steps per layer)");
-  if (learning_rate && !(*learning_rate > 0)) (at / learning_rate_key).fail("must be greater than 0");
-  if (reg_param && *reg_param < 0) (at / reg_param_key).fail("must not be negative");
+                          const std::optional<double>& reg_param, const std::optional<double>& drop_ratio, const Where& at,
+                          const ReconstructionKeys& keys) {
+  if (iterations && *iterations < 1) (at / keys.iterations).fail("must be at least 1 (Adam steps per layer)");
+  if (learning_rate && !(*learning_rate > 0)) (at / keys.learning_rate).fail("must be greater than 0");
+  if (reg_param && *reg_param < 0) (at / keys.reg_param).fail("must not be negative");
+  if (drop_ratio && !(*drop_ratio >= 0 && *drop_ratio <= 1)) {
+    (at / keys.drop_ratio).fail("must be in [0, 1] (the chance an input element is the quantized model's)");
+  }
 }
 
 Json to_json_value(const AlgorithmEntry& value) {
@@ -428,6 +440,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.learning_rate) json["learning_rate"] = *value.learning_rate;
   if (value.reg_param) json["reg_param"] = *value.reg_param;
   if (value.target) json["target"] = to_json_value(*value.target);
+  if (value.drop_ratio) json["drop_ratio"] = *value.drop_ratio;
   if (value.alpha) json["alpha"] = *value.alpha;
   if (value.max_shift) json["max_shift"] = *value.max_shift;
   if (value.sweeps) json["sweeps"] = *value.sweeps;
@@ -605,8 +618,8 @@ void check_config(const QuantConfig& config, const std::string& label) {
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
   check_smooth_alpha(config.extra.smooth_alpha, Where(label, "extra_options.SmoothAlpha"));
   const FastFinetuneOptions& ft = config.extra.fast_finetune;
-  check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, Where(label, "extra_options.FastFinetune"),
-                       "NumIterations", "LearningRate", "RegParam");
+  check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio,
+                       Where(label, "extra_options.FastFinetune"), {"NumIterations", "LearningRate", "RegParam", "DropRatio"});
   const auto reconstruction_entries = std::count_if(config.algorithms.begin(), config.algorithms.end(), [](const AlgorithmEntry& e) {
     return reconstruction_method_names().from_name(e.name).has_value();
   });
@@ -630,8 +643,14 @@ void check_config(const QuantConfig& config, const std::string& label) {
     }
     const auto method = reconstruction_method_names().from_name(entry.name);
     if (!method) continue;
-    check_reconstruction(entry.num_iterations, entry.learning_rate, entry.reg_param, at, "num_iterations",
-                         "learning_rate", "reg_param");
+    check_reconstruction(entry.num_iterations, entry.learning_rate, entry.reg_param, entry.drop_ratio, at,
+                         {"num_iterations", "learning_rate", "reg_param", "drop_ratio"});
+    const bool same = config.extra.include_fast_ft && ft.optim_algorithm == *method;
+    const double drop_ratio = entry.drop_ratio.value_or(same ? ft.drop_ratio.value_or(1.0) : 1.0);
+    if (entry.target == ReconstructionTarget::kQuantizedInput && drop_ratio < 1) {
+      (at / "target").fail("is quantized_input, which runs no float model, but drop_ratio " + text::fixed(drop_ratio) +
+                           " mixes in the float model's input: use target float_output or drop_ratio 1");
+    }
     if (reconstruction_entries > 1) {
       at.fail("lists " + entry.name + " beside another of adaround/adaquant: both choose the same weights' codes; keep one");
     }

@@ -105,7 +105,9 @@ std::string quantize_text(const QuantizeReport& r) {
       learned += layer.loss_learned;
     }
     out << std::left << std::setw(13) << reconstruction_method_names().name(rc->method) << rc->layers << " layers learned ("
-        << rc->iterations << " steps each) in " << rc->levels << " levels on " << rc->samples << " samples, loss "
+        << rc->iterations << " steps each"
+        << (rc->drop_ratio < 1 ? ", drop_ratio " + general(rc->drop_ratio) + ": that share of input elements quantized" : "")
+        << ") in " << rc->levels << " levels on " << rc->samples << " samples, loss "
         << general(nearest) << " -> " << general(learned) << " (nearest -> learned, summed), " << fixed(rc->seconds) << " s";
     if (!rc->per_layer.empty()) {
       const auto slowest = std::ranges::max_element(rc->per_layer, {}, &LayerReconstruction::seconds);

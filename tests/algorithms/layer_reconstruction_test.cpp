@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "algorithms/layer_reconstruction.h"
 #include "common/text.h"
 #include "evaluation/recovery.h"
 #include "ir/node_builder.h"
@@ -422,6 +423,66 @@ TEST(AlgorithmsAdaRound, FloatOutputTargetTakesBackTheUpstreamError) {
     }
   }
   EXPECT_LT(error[1], error[0]) << error[0] << " -> " << error[1];
+}
+
+// drop_ratio (QDrop) by hand: one column, quantized input x^ = (1, 2), float input x = (3, 5),
+// W = (1, 1) at scale 1, codes (2, 1). Each input element is x^_i with chance q, else x_i; the
+// loss is E[(2 m1 + m2 - W x)^2], W x = 8:
+//   q = 1:   (2 + 2 - 8)^2 = 16          q = 0:   (6 + 5 - 8)^2 = 9
+//   q = 1/2: the four draws (1,2) (1,5) (3,2) (3,5) give -4, -1, 0, 3: (16 + 1 + 0 + 9) / 4 = 6.5,
+//            and the loss of W itself (m1 + m2 - 8: -5, -2, -3, 0) is (25 + 4 + 9 + 0) / 4 = 9.5.
+TEST(AlgorithmsDropRatio, TheLossIsTheExpectationOverTheDraws) {
+  const Eigen::Vector2d quantized(1, 2), floats(3, 5);
+  const Eigen::MatrixXd gram = quantized * quantized.transpose();
+  const Eigen::MatrixXd cross = quantized * floats.transpose();  // C_ij = x^_i x_j
+  const Eigen::MatrixXd reference = floats * floats.transpose();
+  algorithms::GroupProblem g;
+  g.weight = algorithms::Matrix::Ones(1, 2);
+  g.scale = algorithms::Column::Ones(1);
+  g.zero_point = algorithms::Column::Zero(1);
+  algorithms::Matrix codes(1, 2);
+  codes << 2, 1;
+  const std::pair<double, double> expected[] = {{1.0, 16.0}, {0.0, 9.0}, {0.5, 6.5}};
+  for (const auto& [q, loss] : expected) {
+    SCOPED_TRACE(q);
+    algorithms::set_inputs(g, gram, cross, reference, q);
+    EXPECT_NEAR(algorithms::reconstruction_loss(g, codes), loss, 1e-9);
+  }
+  algorithms::set_inputs(g, gram, cross, reference, 0.5);
+  EXPECT_NEAR(g.offset, 9.5, 1e-9);
+  // E[m m^T]: diagonal q x^^2 + (1-q) x^2 = 5, 14.5; off it E[m1] E[m2] = 2 x 3.5 = 7.
+  EXPECT_NEAR(g.gram(0, 0), 5.0, 1e-6);
+  EXPECT_NEAR(g.gram(0, 1), 7.0, 1e-6);
+  EXPECT_NEAR(g.gram(1, 1), 14.5, 1e-6);
+  // At q = 0 the upstream's error is gone: codes (1, 1), W itself, cost nothing.
+  algorithms::set_inputs(g, gram, cross, reference, 0.0);
+  EXPECT_NEAR(algorithms::reconstruction_loss(g, algorithms::Matrix::Ones(1, 2)), 0.0, 1e-9);
+}
+
+// Through the driver: drop_ratio reaches the layers, is reported, and changes what is learned
+// (the second Gemm's upstream error is half taken back).
+TEST(AlgorithmsDropRatio, ReachesTheLayersAndTheSummary) {
+  const onnx::ModelProto model = two_gemms();
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  std::vector<float> second[2];
+  double nearest_loss[2] = {0, 0};
+  for (int run = 0; run < 2; ++run) {
+    onnx::ModelProto prepared = model;
+    ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+    settings.drop_ratio = run == 0 ? 1.0 : 0.0;
+    const ReconstructionSummary summary =
+        reconstruct_layers(prepared, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+    ASSERT_EQ(summary.layers, 2u);
+    EXPECT_EQ(summary.drop_ratio, settings.drop_ratio);
+    second[run] = initializer(prepared, "w2");
+    nearest_loss[run] = summary.per_layer[1].loss_nearest;
+  }
+  EXPECT_NE(second[0], second[1]);
+  // With q = 0 the second layer's nearest codes are judged on the float input alone: only their
+  // own rounding error, below what the quantized upstream adds to it.
+  EXPECT_LT(nearest_loss[1], nearest_loss[0]);
 }
 
 TEST(AlgorithmsAdaRound, NoApplicableLayerIsANoteNotAnError) {

@@ -272,6 +272,15 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
   ASSERT_EQ(warnings.warnings().size(), 1u);
   EXPECT_PRED2(contains, warnings.warnings()[0], "extra_options.FastFinetune.BatchSize is not a known key");
   EXPECT_EQ(parse_config(config_to_json(quark), kLabel), quark);
+  // Quark's DropRatio (QDrop): FastFinetune's or the entry's own, which wins.
+  EXPECT_EQ(algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"DropRatio": 0.5}}})"))
+                .reconstruction->drop_ratio,
+            0.5);
+  const QuantConfig dropped = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"DropRatio": 0.5}},
+                                        "algo_config": [{"name": "adaround", "drop_ratio": 0.75}]})");
+  EXPECT_EQ(algorithm_recipe(dropped).reconstruction->drop_ratio, 0.75);
+  EXPECT_EQ(parse_config(config_to_json(dropped), kLabel), dropped);
+  EXPECT_EQ(default_reconstruction(ReconstructionMethod::kAdaQuant).drop_ratio, 1.0);  // Quark's default
   // FastFinetune alone (no IncludeFastFT) runs nothing, as in Quark.
   EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
 }
@@ -313,7 +322,14 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
        "algo_config[0].learning_rate must be greater than 0"},
       {R"({"algo_config": [{"name": "adaround", "reg_param": -0.5}]})", "algo_config[0].reg_param must not be negative"},
       {R"({"algo_config": [{"name": "adaquant", "reg_param": 0.1}]})",
-       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target)"},
+       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target, drop_ratio)"},
+      {R"({"algo_config": [{"name": "adaround", "drop_ratio": 1.5}]})", "algo_config[0].drop_ratio must be in [0, 1]"},
+      {R"({"extra_options": {"FastFinetune": {"DropRatio": -0.1}}})", "extra_options.FastFinetune.DropRatio must be in [0, 1]"},
+      {R"({"algo_config": [{"name": "adaround", "drop_ratio": 0.5, "target": "quantized_input"}]})",
+       "algo_config[0].target is quantized_input, which runs no float model, but drop_ratio 0.50 mixes in the float model's input"},
+      {R"({"algo_config": [{"name": "adaquant", "target": "quantized_input"}],
+           "extra_options": {"IncludeFastFT": true, "FastFinetune": {"OptimAlgorithm": "adaquant", "DropRatio": 0.25}}})",
+       "algo_config[0].target is quantized_input, which runs no float model, but drop_ratio 0.25"},
       {R"({"algo_config": [{"name": "adaround"}, {"name": "adaquant"}]})",
        "algo_config[0] lists adaround beside another of adaround/adaquant"},
       {R"({"algo_config": [{"name": "adaround", "learning_rate": "fast"}]})",

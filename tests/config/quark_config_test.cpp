@@ -101,7 +101,7 @@ constexpr char kQuarkMixedInt16[] = R"({
                         "quant_granularity": "QuantGranularity.Tensor", "data_type": "Int16"}},
     ["Softmax"]]],
   "exclude": ["/relu/Relu", "^/tail/.*", [["/pool/GlobalAveragePool"], ["/flat/Flatten"]]],
-  "algo_config": [{"name": "adaround", "num_iterations": 100, "learning_rate": 0.05, "optim_device": "cuda:0"}],
+  "algo_config": [{"name": "adaround", "num_iterations": 100, "learning_rate": 0.05, "drop_ratio": 0.5, "optim_device": "cuda:0"}],
   "use_external_data_format": true,
   "extra_options": {"ActivationSymmetric": true, "OpTypesToQuantize": ["Conv", "Gemm", "GlobalAveragePool", "Softmax"]}})";
 
@@ -194,7 +194,7 @@ TEST(QuarkConfigTest, MixedInt16TutorialConfigLoads) {
   EXPECT_EQ(config.exclude.node_names, (std::vector<std::string>{"/relu/Relu", "^/tail/.*"}));
   EXPECT_EQ(config.exclude.subgraphs, (std::vector<std::pair<std::string, std::string>>{{"/pool/GlobalAveragePool", "/flat/Flatten"}}));
   EXPECT_EQ(config.algorithms,
-            (std::vector<AlgorithmEntry>{{.name = "adaround", .num_iterations = 100, .learning_rate = 0.05}}));
+            (std::vector<AlgorithmEntry>{{.name = "adaround", .num_iterations = 100, .learning_rate = 0.05, .drop_ratio = 0.5}}));
   EXPECT_TRUE(config.use_external_data_format);
   ASSERT_EQ(warnings.warnings().size(), 1u);
   EXPECT_PRED2(contains, warnings.warnings()[0],
