@@ -414,13 +414,15 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
   }
 }
 
-// The ranges of the reconstruction parameters, wherever they are given.
+// What the reconstruction parameters are called where they are given (algo_config entry or
+// extra_options.FastFinetune).
 struct ReconstructionKeys {
   const char* iterations;
   const char* learning_rate;
   const char* reg_param;
   const char* drop_ratio;
 };
+// The ranges of the reconstruction parameters, wherever they are given.
 void check_reconstruction(const std::optional<int64_t>& iterations, const std::optional<double>& learning_rate,
                           const std::optional<double>& reg_param, const std::optional<double>& drop_ratio, const Where& at,
                           const ReconstructionKeys& keys) {
