@@ -72,7 +72,8 @@ SmoothQuantSummary smooth_quant(onnx::ModelProto& model, const SmoothQuantSettin
 // keeps each layer's bias shift in the same store (as `weights`, keys of its own). find() gives nothing for
 // an unknown key; what it gives must have the weight's element count or it is not used.
 struct LearnedLayer {
-  std::vector<float> weights;  // as written back (W' = s (C - z)), the weight's own order
+  std::vector<float> weights;  // as written back (W' = s (C - z)), the weight's own order; with update_bias
+                               // the learned bias follows
   double loss_nearest = 0;     // LayerReconstruction's, when it was learned
   double loss_learned = 0;
   size_t changed = 0;
@@ -155,6 +156,8 @@ struct ReconstructionSummary {
   ReconstructionMethod method = ReconstructionMethod::kAdaRound;
   int64_t iterations = 0;
   double drop_ratio = 1;       // ReconstructionSettings::drop_ratio
+  bool update_bias = false;    // ReconstructionSettings::update_bias
+  size_t biases = 0;           // update_bias: layers whose bias was learned too
   size_t layers = 0;           // layers whose learned weights were written back
   size_t reused = 0;           // of those, taken from the store (learned by an earlier run)
   size_t levels = 0;           // rewrite rounds

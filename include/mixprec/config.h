@@ -143,6 +143,7 @@ struct FastFinetuneOptions {
   std::optional<double> learning_rate;    // LearningRate, > 0
   std::optional<double> reg_param;        // RegParam (AdaRound), >= 0
   std::optional<double> drop_ratio;       // DropRatio, in [0, 1]
+  std::optional<bool> update_bias;        // UpdateBias (AdaQuant; AdaRound ignores it, as in Quark)
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
 
   bool operator==(const FastFinetuneOptions&) const = default;
@@ -224,6 +225,7 @@ struct AlgorithmEntry {
   std::optional<double> reg_param;         // adaround only, >= 0
   std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
   std::optional<double> drop_ratio;        // adaround and adaquant, in [0, 1] (unset: ReconstructionSettings)
+  std::optional<bool> update_bias;         // adaquant only
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
   // scale_search only (unset: ScaleSearchSettings' defaults).
   std::optional<int64_t> max_shift;        // >= 1
@@ -348,6 +350,11 @@ struct ReconstructionSettings {
   // drawn on its own. 1 (the default, as in Quark): X^ throughout. The loss is taken in
   // expectation over the draws (layer_reconstruction.h), so no draw is made.
   double drop_ratio = 1;
+  // Quark's update_bias (AdaQuant only, as in Quark): the layer's bias is learned with its
+  // weights. The loss is then the one of the best bias for the codes (the inputs' Gram matrices
+  // centred on their means), and the bias takes that best shift, -mean(W_q X^ - W X) per output
+  // (layer_reconstruction.h). Only a layer's own 1-D bias initializer is updated.
+  bool update_bias = false;
 
   bool operator==(const ReconstructionSettings&) const = default;
 };

@@ -3,6 +3,7 @@
 //
 //   Before:  prepared:  x → Conv/ConvTranspose/Gemm/MatMul(W) → y   quantized = rewrite(prepared) stores codes of W
 //   After:   prepared:  x → Conv/ConvTranspose/Gemm/MatMul(W') → y  W' = s (C - z), C the learned codes
+//            (update_bias, AdaQuant: and a layer's own bias b → b + e, the best shift for C)
 //
 // Layers go level by level in data-flow order (algorithms/layer_sites.h): one rewrite of
 // `prepared` with every upstream layer's learned weights already in place and one pass over the
@@ -94,16 +95,30 @@ double reconstruction_loss(const GroupProblem& g, const Matrix& codes) {
 }
 
 void set_inputs(GroupProblem& g, const Eigen::MatrixXd& gram, const Eigen::MatrixXd& cross,
-                const Eigen::MatrixXd& reference, double drop_ratio) {
+                const Eigen::MatrixXd& reference, double drop_ratio, const InputMeans* means) {
   const double q = drop_ratio;
   // E[M M^T] and E[M X^T] for M = B o X^ + (1 - B) o X, B_ij ~ Bernoulli(q) independent.
   Eigen::MatrixXd mixed = q * q * gram + (1 - q) * (1 - q) * reference + q * (1 - q) * (cross + cross.transpose());
   mixed.diagonal() += q * (1 - q) * (gram - cross - cross.transpose() + reference).diagonal();
-  const Eigen::MatrixXd mixed_cross = q * cross + (1 - q) * reference;
+  Eigen::MatrixXd mixed_cross = q * cross + (1 - q) * reference;
+  Eigen::MatrixXd floats = reference;
+  if (means) {  // centred: the loss of the best bias shift
+    const Eigen::VectorXd m = q * means->quantized + (1 - q) * means->floats;
+    mixed -= m * m.transpose();
+    mixed_cross -= m * means->floats.transpose();
+    floats -= means->floats * means->floats.transpose();
+    g.mean = m.cast<float>();
+    g.reference_mean = means->floats.cast<float>();
+  }
   const Eigen::MatrixXd w = g.weight.cast<double>();
   g.gram = mixed.cast<float>();
   g.residual = (w * (mixed - mixed_cross.transpose())).cast<float>();
-  g.offset = (w.array() * (w * (mixed - mixed_cross - mixed_cross.transpose() + reference)).array()).sum();
+  g.offset = (w.array() * (w * (mixed - mixed_cross - mixed_cross.transpose() + floats)).array()).sum();
+}
+
+Column bias_shift(const GroupProblem& g, const Matrix& codes) {
+  const Matrix d = weight_error(g, codes);
+  return -(d * g.mean + g.weight * (g.mean - g.reference_mean));
 }
 
 Matrix optimize_group(const GroupProblem& g, const RoundingModel& model, const ReconstructionSettings& settings) {
@@ -321,6 +336,7 @@ std::vector<int64_t> chosen_positions(int64_t total, size_t cap, uint64_t seed) 
 // the same positions (cross = X^ X^T, reference = X X^T).
 struct GramSums {
   std::vector<Eigen::MatrixXd> gram, cross, reference;
+  std::vector<Eigen::VectorXd> sum, reference_sum;  // the columns summed (update_bias's means)
   size_t columns = 0;
 };
 
@@ -439,12 +455,16 @@ bool add_sample(const LayerShape& shape, const Tensor& x, const Tensor* referenc
   if (sums.gram.empty()) {
     sums.gram.assign(groups, Eigen::MatrixXd::Zero(shape.cols, shape.cols));
     if (reference) sums.cross = sums.reference = sums.gram;
+    sums.sum.assign(groups, Eigen::VectorXd::Zero(shape.cols));
+    if (reference) sums.reference_sum = sums.sum;
   }
   const auto add = [&](size_t g, const Eigen::MatrixXf& quantized, const Eigen::MatrixXf* floats) {
     add_product(quantized, quantized, sums.gram[g]);
+    sums.sum[g] += quantized.rowwise().sum().cast<double>();
     if (!floats) return;
     add_product(quantized, *floats, sums.cross[g]);
     add_product(*floats, *floats, sums.reference[g]);
+    sums.reference_sum[g] += floats->rowwise().sum().cast<double>();
   };
   if (!shape.convolution()) {
     if (dims.empty()) return false;
@@ -484,10 +504,10 @@ bool add_sample(const LayerShape& shape, const Tensor& x, const Tensor* referenc
   return true;
 }
 
-// The problem of every group: weights, grid, pinned range elements, G.
+// The problem of every group: weights, grid, pinned range elements, G (centred when `centre`: update_bias).
 std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vector<float>& weight,
                                          const config::WeightGrid& grid, FormatId format, const GramSums& sums,
-                                         double drop_ratio) {
+                                         double drop_ratio, bool centre) {
   const FormatTraits& traits = format_traits(format);
   const auto sq = static_cast<float>(symmetric_qmax(format));
   const bool per_channel = grid.params.axis >= 0;
@@ -547,12 +567,21 @@ std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vec
       }
     }
     const double columns = static_cast<double>(std::max<size_t>(1, sums.columns));
-    const Eigen::MatrixXd gram = sums.gram[static_cast<size_t>(g)] / columns;
-    if (sums.cross.empty()) {
-      p.gram = gram.cast<float>();
+    const auto k = static_cast<size_t>(g);
+    const Eigen::MatrixXd gram = sums.gram[k] / columns;
+    std::optional<algorithms::InputMeans> means;
+    if (centre) {
+      means.emplace();
+      means->quantized = sums.sum[k] / columns;
+      means->floats = sums.reference_sum.empty() ? means->quantized : Eigen::VectorXd(sums.reference_sum[k] / columns);
+    }
+    if (!sums.cross.empty()) {
+      algorithms::set_inputs(p, gram, sums.cross[k] / columns, sums.reference[k] / columns, drop_ratio,
+                             means ? &*means : nullptr);
+    } else if (means) {  // X^ is its own reference: residual and offset come out 0
+      algorithms::set_inputs(p, gram, gram, gram, 1.0, &*means);
     } else {
-      algorithms::set_inputs(p, gram, sums.cross[static_cast<size_t>(g)] / columns,
-                             sums.reference[static_cast<size_t>(g)] / columns, drop_ratio);
+      p.gram = gram.cast<float>();
     }
   }
   return problems;
@@ -581,6 +610,7 @@ struct Candidate {
   algorithms::LayerSite site;
   LayerShape shape;
   const NodeAssignment* assignment = nullptr;
+  std::string bias;  // update_bias: the layer's own float bias initializer, [outputs]; else empty
   size_t position = 0;  // in the site list (the subset seed)
 };
 
@@ -590,13 +620,45 @@ int64_t element_count(const onnx::TensorProto& proto) {
   return count;
 }
 
+// Sets a float initializer's values, keeping its name and dims.
+void replace_values(onnx::TensorProto& proto, const std::vector<float>& values) {
+  const std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  const std::string name = proto.name();
+  proto = tensor_to_proto(Tensor::from_floats(dims, values), name);
+}
+
+float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.f();
+  }
+  return fallback;
+}
+
+// update_bias: the layer's own bias initializer, float, one value per output (Conv/ConvTranspose
+// B; Gemm C as [N] or [1, N] with alpha = beta = 1), or "" (MatMul has none).
+std::string learnable_bias(const ir::GraphView& view, const onnx::NodeProto& node, const LayerShape& shape) {
+  if (node.op_type() == "MatMul" || node.input_size() < 3 || node.input(2).empty()) return "";
+  const onnx::TensorProto* bias = view.initializer(node.input(2));
+  if (!bias || bias->data_type() != onnx::TensorProto::FLOAT || view.consumers(node.input(2)).size() != 1 ||
+      element_count(*bias) != shape.outputs || (bias->dims_size() == 2 && bias->dims(0) != 1) || bias->dims_size() > 2) {
+    return "";
+  }
+  if (node.op_type() == "Gemm" &&
+      (float_attribute(node, "alpha", 1.0f) != 1.0f || float_attribute(node, "beta", 1.0f) != 1.0f)) {
+    return "";
+  }
+  return node.input(2);
+}
+
 // The store's key of a layer: everything its learned weights depend on. The method and its
 // settings; the samples (their source and the indices drawn); the layer's position (its
 // subset seed); the digests (algorithms::tensor_digests) of its input and of its dequantized
 // weight in the quantized model (the upstream as it is quantized, with the upstream's learned
 // weights, and the weight's grid and codes); the float weight; with kFloatOutput, the float
-// model's input of the layer. The layer's own assignment shows in its weight's digest.
-std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& float_weight, const std::string& float_input,
+// model's input of the layer; with update_bias, the float bias the shift is added to. The layer's
+// own assignment shows in its weight's digest.
+std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& float_weight,
+                      const onnx::TensorProto* float_bias, const std::string& float_input,
                       const std::map<std::string, uint64_t>& digests, const std::map<std::string, uint64_t>& float_digests,
                       const Candidate& c, const ReconstructionSettings& settings, const ReconstructionOptions& options,
                       const std::vector<size_t>& indices) {
@@ -604,7 +666,8 @@ std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& flo
   key.add(reconstruction_method_names().name(settings.method));
   key.add(std::to_string(static_cast<int>(settings.target)));
   for (double v : {static_cast<double>(settings.iterations), settings.learning_rate, settings.reg_param, settings.warm_start,
-                   settings.beta_start, settings.beta_end, settings.drop_ratio}) {
+                   settings.beta_start, settings.beta_end, settings.drop_ratio,
+                   static_cast<double>(settings.update_bias)}) {
     key.add(std::to_string(v));
   }
   key.add(options.data);
@@ -615,6 +678,11 @@ std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& flo
   onnx::TensorProto weight = float_weight;
   weight.clear_name();
   key.add(weight.SerializeAsString());
+  if (float_bias) {
+    onnx::TensorProto bias = *float_bias;
+    bias.clear_name();
+    key.add(bias.SerializeAsString());
+  }
   if (!float_digests.empty()) key.add(std::to_string(float_digests.at(float_input)));
   return key.hex();
 }
@@ -629,6 +697,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   summary.method = settings.method;
   summary.iterations = settings.iterations;
   summary.drop_ratio = settings.drop_ratio;
+  summary.update_bias = settings.update_bias;
+  std::vector<std::string> fixed_biases;  // update_bias: layers whose bias stays as it is
   const std::string name = reconstruction_method_names().name(settings.method);
   std::vector<size_t> indices = options.samples;
   if (indices.empty()) {
@@ -666,6 +736,10 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
           return false;
         }
         candidates[node.name()] = {.shape = *shape, .assignment = a->second};
+        if (settings.update_bias) {
+          candidates[node.name()].bias = learnable_bias(view, node, *shape);
+          if (candidates[node.name()].bias.empty()) fixed_biases.push_back(node.name());
+        }
         return true;
       }};
   onnx::ModelProto quantized = rewrite(prepared);
@@ -720,10 +794,12 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       for (size_t m = 0; m < members.size(); ++m) {
         const onnx::NodeProto& node = prepared.graph().node(static_cast<int>(members[m]->site.index));
         const onnx::TensorProto& weight = *find_initializer(prepared, node.input(1));
-        keys[m] = layer_key(*member_nodes[m], weight, node.input(0), digests, float_digests, *members[m], settings, options,
-                            indices);
+        const onnx::TensorProto* bias = members[m]->bias.empty() ? nullptr : find_initializer(prepared, members[m]->bias);
+        keys[m] = layer_key(*member_nodes[m], weight, bias, node.input(0), digests, float_digests, *members[m], settings,
+                            options, indices);
         stored[m] = options.store->find(keys[m]);
-        if (stored[m] && stored[m]->weights.size() != static_cast<size_t>(element_count(weight))) stored[m].reset();
+        const int64_t expected = element_count(weight) + (bias ? element_count(*bias) : 0);
+        if (stored[m] && stored[m]->weights.size() != static_cast<size_t>(expected)) stored[m].reset();
       }
     }
     const bool need_pass = std::ranges::any_of(stored, [](const auto& s) { return !s.has_value(); });
@@ -779,9 +855,13 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       if (stored[m]) {
         onnx::NodeProto& node = *prepared.mutable_graph()->mutable_node(static_cast<int>(c.site.index));
         onnx::TensorProto& proto = *find_initializer(prepared, node.input(1));
-        const std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-        const std::string weight_name = proto.name();
-        proto = tensor_to_proto(Tensor::from_floats(dims, stored[m]->weights), weight_name);
+        const auto count = static_cast<std::ptrdiff_t>(element_count(proto));
+        const std::vector<float>& kept = stored[m]->weights;
+        replace_values(proto, {kept.begin(), kept.begin() + count});
+        if (!c.bias.empty()) {
+          replace_values(*find_initializer(prepared, c.bias), {kept.begin() + count, kept.end()});
+          ++summary.biases;
+        }
         summary.per_layer.push_back({.node = c.site.node,
                                      .loss_nearest = stored[m]->loss_nearest,
                                      .loss_learned = stored[m]->loss_learned,
@@ -811,7 +891,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         continue;
       }
       const std::vector<float> values = weight.to_floats();
-      const std::vector<GroupProblem> problems = build_problems(c.shape, values, grid, spec.format, sums[m], settings.drop_ratio);
+      const std::vector<GroupProblem> problems =
+          build_problems(c.shape, values, grid, spec.format, sums[m], settings.drop_ratio, !c.bias.empty());
       std::vector<Matrix> learned(problems.size());
 #pragma omp parallel for schedule(dynamic) if (problems.size() > 1)
       for (size_t g = 0; g < problems.size(); ++g) learned[g] = algorithms::optimize_group(problems[g], *model, settings);
@@ -842,8 +923,22 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         const std::string weight_name = proto.name();
         proto = tensor_to_proto(candidate, weight_name);
         ++summary.layers;
+        std::vector<float> kept = written;
+        if (!c.bias.empty()) {  // the best shift for the learned codes (layer_reconstruction.h)
+          onnx::TensorProto& bias_proto = *find_initializer(prepared, c.bias);
+          std::vector<float> bias = tensor_from_proto(bias_proto, label).to_floats();
+          for (size_t g = 0; g < problems.size(); ++g) {
+            const algorithms::Column shift = algorithms::bias_shift(problems[g], learned[g]);
+            for (Eigen::Index r = 0; r < shift.size(); ++r) {
+              bias[static_cast<size_t>(static_cast<int64_t>(g) * c.shape.rows() + r)] += shift(r);
+            }
+          }
+          replace_values(bias_proto, bias);
+          kept.insert(kept.end(), bias.begin(), bias.end());
+          ++summary.biases;
+        }
         if (options.store) {
-          options.store->store(keys[m], {.weights = written,
+          options.store->store(keys[m], {.weights = kept,
                                          .loss_nearest = record.loss_nearest,
                                          .loss_learned = record.loss_learned,
                                          .changed = record.changed});
@@ -853,6 +948,12 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       summary.per_layer.push_back(record);
       if (options.progress) options.progress(done, sites.size());
     }
+  }
+  if (!fixed_biases.empty()) {
+    summary.notes.push_back(name + ": update_bias: " + std::to_string(fixed_biases.size()) +
+                            " layers keep their bias (no float bias initializer of their own with one value per output; "
+                            "MatMul has none): " + fixed_biases.front() +
+                            (fixed_biases.size() > 1 ? ", ..." : ""));
   }
   summary.levels = levels;
   summary.seconds = seconds_since(start);

@@ -23,6 +23,11 @@
 // q x^^2 + (1-q) x^2, which the first three terms miss by q(1-q) (x^ - x)^2). An element is an
 // entry of im2col's X: a tap that reads the same input pixel as another is drawn on its own.
 // Nothing is drawn, so the result is as reproducible as with q = 1.
+//
+// update_bias: with a bias shift e added, the loss ||W_q M - W X + e 1^T||^2 / columns is least at
+// e = -(D m + W (m - x)), m and x the mean columns of M and X, and is there the loss above with
+// every Gram matrix centred: G - m m^T, C - m x^T, F - x x^T. So the codes are learned on the
+// centred matrices and the bias then takes e (bias_shift).
 #pragma once
 
 #include <cstdint>
@@ -49,13 +54,25 @@ struct GroupProblem {
   Matrix floor_code; // floor(W / s) + z
   Matrix nearest;    // the rewrite's codes (round half to even, saturated)
   Matrix fixed;      // 1 where the code is pinned to nearest: the elements that set the grid's range
+  // update_bias: the mean input column the layer sees (E[M], or X^'s) and the float model's
+  // (X's; X^'s without a float target); empty otherwise.
+  Column mean;
+  Column reference_mean;
 };
 
 // Fills G, R and L0 of `group` (its weight already set) for kFloatOutput at drop_ratio q
 // (above; q = 1: the plain problem) from, each divided by the columns, `gram` = X^ X^^T,
 // `cross` C_ij = sum x^_i x_j (the float input on the right) and `reference` F = X X^T.
+// With `means` (X^'s and X's mean columns) the matrices are centred for update_bias (above) and
+// group.mean / reference_mean set.
+struct InputMeans {
+  Eigen::VectorXd quantized, floats;
+};
 void set_inputs(GroupProblem& group, const Eigen::MatrixXd& gram, const Eigen::MatrixXd& cross,
-                const Eigen::MatrixXd& reference, double drop_ratio);
+                const Eigen::MatrixXd& reference, double drop_ratio, const InputMeans* means = nullptr);
+
+// update_bias: the bias shift that is best for `codes`, -(D m + W (m - x)) per row.
+Column bias_shift(const GroupProblem& group, const Matrix& codes);
 
 // L(C) (see above).
 double reconstruction_loss(const GroupProblem& group, const Matrix& codes);

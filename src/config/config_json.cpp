@@ -124,12 +124,15 @@ struct Schema<ExcludeConfig> {
 
 template <>
 struct Schema<FastFinetuneOptions> {
-  static constexpr Field<FastFinetuneOptions, ReconstructionMethod, std::optional<int64_t>, std::optional<double>> kFields[] = {
+  static constexpr Field<FastFinetuneOptions, ReconstructionMethod, std::optional<int64_t>, std::optional<double>,
+                         std::optional<bool>>
+      kFields[] = {
       {"OptimAlgorithm", &FastFinetuneOptions::optim_algorithm},
       {"NumIterations", &FastFinetuneOptions::num_iterations},
       {"LearningRate", &FastFinetuneOptions::learning_rate},
       {"RegParam", &FastFinetuneOptions::reg_param},
       {"DropRatio", &FastFinetuneOptions::drop_ratio},
+      {"UpdateBias", &FastFinetuneOptions::update_bias},
   };
   static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
@@ -402,6 +405,8 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.target.emplace());
     } else if (item.key() == "drop_ratio") {
       read_value(item.value(), at / item.key(), out.drop_ratio.emplace());
+    } else if (item.key() == "update_bias") {
+      read_value(item.value(), at / item.key(), out.update_bias.emplace());
     } else if (item.key() == "alpha") {
       read_value(item.value(), at / item.key(), out.alpha.emplace());
     } else if (item.key() == "finer") {
@@ -443,6 +448,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.reg_param) json["reg_param"] = *value.reg_param;
   if (value.target) json["target"] = to_json_value(*value.target);
   if (value.drop_ratio) json["drop_ratio"] = *value.drop_ratio;
+  if (value.update_bias) json["update_bias"] = *value.update_bias;
   if (value.alpha) json["alpha"] = *value.alpha;
   if (value.max_shift) json["max_shift"] = *value.max_shift;
   if (value.sweeps) json["sweeps"] = *value.sweeps;
@@ -622,6 +628,10 @@ void check_config(const QuantConfig& config, const std::string& label) {
   const FastFinetuneOptions& ft = config.extra.fast_finetune;
   check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio,
                        Where(label, "extra_options.FastFinetune"), {"NumIterations", "LearningRate", "RegParam", "DropRatio"});
+  if (ft.update_bias.value_or(false) && ft.optim_algorithm == ReconstructionMethod::kAdaRound) {
+    Where(label, "extra_options.FastFinetune.UpdateBias")
+        .warn("is ignored: AdaRound learns only the weights' rounding (as in Quark); AdaQuant takes it");
+  }
   const auto reconstruction_entries = std::count_if(config.algorithms.begin(), config.algorithms.end(), [](const AlgorithmEntry& e) {
     return reconstruction_method_names().from_name(e.name).has_value();
   });

@@ -459,6 +459,99 @@ TEST(AlgorithmsDropRatio, TheLossIsTheExpectationOverTheDraws) {
   EXPECT_NEAR(algorithms::reconstruction_loss(g, algorithms::Matrix::Ones(1, 2)), 0.0, 1e-9);
 }
 
+// update_bias by hand: one input row, two columns, x^ = (1, 3), x = (2, 2), W = 1 at scale 1,
+// code 2. W_q x^ - W x = (0, 4): mean 2, so the best shift is -2 and leaves (-2, 2), loss
+// (4 + 4) / 2 = 4 where the bias as it is leaves (0 + 16) / 2 = 8. The centred matrices give the
+// same: G - m m^T = 5 - 4 = 1, C - m x^T = 4 - 4 = 0, F - x x^T = 0, so R = 1, L0 = 1 and
+// L = 1 + 2 + 1 = 4.
+TEST(AlgorithmsUpdateBias, TheBestShiftAndItsLossByHand) {
+  Eigen::MatrixXd quantized(1, 2), floats(1, 2);
+  quantized << 1, 3;
+  floats << 2, 2;
+  const Eigen::MatrixXd gram = quantized * quantized.transpose() / 2;
+  const Eigen::MatrixXd cross = quantized * floats.transpose() / 2;
+  const Eigen::MatrixXd reference = floats * floats.transpose() / 2;
+  const algorithms::InputMeans means{.quantized = quantized.rowwise().mean(), .floats = floats.rowwise().mean()};
+  algorithms::GroupProblem g;
+  g.weight = algorithms::Matrix::Ones(1, 1);
+  g.scale = algorithms::Column::Ones(1);
+  g.zero_point = algorithms::Column::Zero(1);
+  const algorithms::Matrix codes = algorithms::Matrix::Constant(1, 1, 2.0f);
+  algorithms::set_inputs(g, gram, cross, reference, 1.0);
+  EXPECT_NEAR(algorithms::reconstruction_loss(g, codes), 8.0, 1e-9);
+  algorithms::set_inputs(g, gram, cross, reference, 1.0, &means);
+  EXPECT_NEAR(algorithms::reconstruction_loss(g, codes), 4.0, 1e-9);
+  EXPECT_NEAR(algorithms::bias_shift(g, codes)(0), -2.0f, 1e-6);
+  // W itself: (2 - 2, 2 - 2) after the shift -(1 x 2 - 2) = 0.
+  EXPECT_NEAR(algorithms::bias_shift(g, algorithms::Matrix::Ones(1, 1))(0), 0.0f, 1e-6);
+}
+
+// Through the driver: AdaQuant with update_bias writes the bias the shift gives. For the codes it
+// learned, that bias is the best there is: the Gemm's output error on the samples is what the
+// centred loss says, and below the same codes' error with the bias as it was. The learned bias
+// comes back from the store.
+TEST(AlgorithmsUpdateBias, TheGemmsBiasIsLearnedAndStored) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", TensorProto::FLOAT, {kRows, kIn})
+                                     .add_initializer("w", {kOut, kIn}, normal_values(kOut * kIn, 31, 0.3f))
+                                     .add_initializer("b", {kOut}, normal_values(kOut, 32, 0.1f))
+                                     .add_node("Gemm", {"x", "w", "b"}, {"y"}, {ir::make_int_attribute("transB", 1)}, "gemm")
+                                     .add_output("y", TensorProto::FLOAT, {kRows, kOut})
+                                     .build();
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaQuant);
+  settings.learning_rate = 1e-3;
+  settings.iterations = 300;
+  settings.update_bias = true;
+  onnx::ModelProto learned = model;
+  const ReconstructionSummary summary =
+      reconstruct_layers(learned, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+  ASSERT_EQ(summary.layers, 1u);
+  EXPECT_EQ(summary.biases, 1u);
+  EXPECT_NE(initializer(learned, "b"), initializer(model, "b"));
+  const double error = output_error(model, rewrite(learned), samples);
+  EXPECT_NEAR(summary.per_layer[0].loss_learned * 8 * kRows, error, 1e-3 * error);
+  onnx::ModelProto old_bias = learned;
+  for (auto& init : *old_bias.mutable_graph()->mutable_initializer()) {
+    if (init.name() == "b") init = tensor_to_proto(Tensor::from_floats({kOut}, initializer(model, "b")), "b");
+  }
+  const double error_old_bias = output_error(model, rewrite(old_bias), samples);
+  EXPECT_LT(error, error_old_bias);
+  // From the store: the same weights and bias, with no pass.
+  LearnedWeightMemory store;
+  for (int run = 0; run < 2; ++run) {
+    onnx::ModelProto prepared = model;
+    const ReconstructionSummary again = reconstruct_layers(
+        prepared, rewrite, samples, settings, {.assignment = &assignment, .store = &store, .data = "normal"}, kLabel);
+    EXPECT_EQ(again.passes, run == 0 ? 1u : 0u);
+    EXPECT_EQ(again.biases, 1u);
+    EXPECT_EQ(initializer(prepared, "b"), initializer(learned, "b"));
+    EXPECT_EQ(initializer(prepared, "w"), initializer(learned, "w"));
+  }
+}
+
+// A MatMul has no bias: it is learned with a note, not an error.
+TEST(AlgorithmsUpdateBias, ALayerWithoutABiasKeepsItWithANote) {
+  onnx::ModelProto prepared = ModelBuilder()
+                                  .add_input("x", TensorProto::FLOAT, {kRows, kIn})
+                                  .add_initializer("w", {kIn, kOut}, normal_values(kOut * kIn, 33, 0.3f))
+                                  .add_node("MatMul", {"x", "w"}, {"y"}, {}, "matmul")
+                                  .add_output("y", TensorProto::FLOAT, {kRows, kOut})
+                                  .build();
+  const NormalSamples samples("x", {kRows, kIn}, 4);
+  const auto assignment = weight_only(prepared, {.format = FormatId::kXInt8});
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaQuant);
+  settings.iterations = 50;
+  settings.update_bias = true;
+  const ReconstructionSummary summary =
+      reconstruct_layers(prepared, rewrite_for(assignment), samples, settings, {.assignment = &assignment}, kLabel);
+  EXPECT_EQ(summary.biases, 0u);
+  EXPECT_NE(text::join(summary.notes, "; ").find("adaquant: update_bias: 1 layers keep their bias"), std::string::npos)
+      << text::join(summary.notes, "; ");
+}
+
 // Through the driver: drop_ratio reaches the layers, is reported, and changes what is learned
 // (the second Gemm's upstream error is half taken back).
 TEST(AlgorithmsDropRatio, ReachesTheLayersAndTheSummary) {

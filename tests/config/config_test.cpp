@@ -281,6 +281,20 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
   EXPECT_EQ(algorithm_recipe(dropped).reconstruction->drop_ratio, 0.75);
   EXPECT_EQ(parse_config(config_to_json(dropped), kLabel), dropped);
   EXPECT_EQ(default_reconstruction(ReconstructionMethod::kAdaQuant).drop_ratio, 1.0);  // Quark's default
+  // Quark's update_bias: AdaQuant's; AdaRound ignores it, as Quark does, with a warning.
+  const QuantConfig biased = parse(R"({"algo_config": [{"name": "adaquant", "update_bias": true}]})");
+  EXPECT_TRUE(algorithm_recipe(biased).reconstruction->update_bias);
+  EXPECT_EQ(parse_config(config_to_json(biased), kLabel), biased);
+  EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+      "OptimAlgorithm": "adaquant", "UpdateBias": true}}})")).reconstruction->update_bias);
+  {
+    const WarningCollector ignored;
+    const AlgorithmRecipe rounding = algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+        "OptimAlgorithm": "adaround", "UpdateBias": true}}})"));
+    EXPECT_FALSE(rounding.reconstruction->update_bias);
+    ASSERT_EQ(ignored.warnings().size(), 1u);
+    EXPECT_PRED2(contains, ignored.warnings()[0], "extra_options.FastFinetune.UpdateBias is ignored: AdaRound learns only");
+  }
   // FastFinetune alone (no IncludeFastFT) runs nothing, as in Quark.
   EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
 }
@@ -322,7 +336,10 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
        "algo_config[0].learning_rate must be greater than 0"},
       {R"({"algo_config": [{"name": "adaround", "reg_param": -0.5}]})", "algo_config[0].reg_param must not be negative"},
       {R"({"algo_config": [{"name": "adaquant", "reg_param": 0.1}]})",
-       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target, drop_ratio)"},
+       "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target, drop_ratio, "
+       "update_bias)"},
+      {R"({"algo_config": [{"name": "adaround", "update_bias": true}]})",
+       "algo_config[0].update_bias is not a parameter of adaround"},
       {R"({"algo_config": [{"name": "adaround", "drop_ratio": 1.5}]})", "algo_config[0].drop_ratio must be in [0, 1]"},
       {R"({"extra_options": {"FastFinetune": {"DropRatio": -0.1}}})", "extra_options.FastFinetune.DropRatio must be in [0, 1]"},
       {R"({"algo_config": [{"name": "adaround", "drop_ratio": 0.5, "target": "quantized_input"}]})",

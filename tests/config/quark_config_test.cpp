@@ -201,6 +201,22 @@ TEST(QuarkConfigTest, MixedInt16TutorialConfigLoads) {
                "algo_config[0].optim_device is a parameter of Quark's adaround that mixprec does not use");
 }
 
+// AdaQuantConfig's update_bias and drop_ratio are read and written back; AdaRoundConfig's
+// update_bias is one Quark itself ignores.
+TEST(QuarkConfigTest, AdaQuantTakesUpdateBiasAndAdaRoundWarnsAboutIt) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(R"({"global_config": {}, "exclude": [],
+      "algo_config": [{"name": "adaquant", "update_bias": true, "drop_ratio": 0.75}]})");
+  EXPECT_EQ(config.algorithms, (std::vector<AlgorithmEntry>{{.name = "adaquant", .drop_ratio = 0.75, .update_bias = true}}));
+  EXPECT_TRUE(warnings.warnings().empty());
+  const Json back = config_to_json(config, ConfigShape::kQuark);
+  EXPECT_EQ(back["algo_config"][0]["update_bias"], true);
+  EXPECT_EQ(back["algo_config"][0]["drop_ratio"], 0.75);
+  parse(R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "adaround", "update_bias": true}]})");
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0], "algo_config[0].update_bias is a parameter of Quark's adaround that mixprec does not use");
+}
+
 TEST(QuarkConfigTest, EveryEnumSpellingAndSupportedDataType) {
   struct Case {
     std::string tensor;
