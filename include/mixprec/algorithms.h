@@ -70,7 +70,8 @@ SmoothQuantSummary smooth_quant(onnx::ModelProto& model, const SmoothQuantSettin
 // many times, lifting a few layers each step): by a key that names everything the learned
 // weights depend on (see reconstruct_layers), the weights written back. correct_bias's kModel
 // keeps each layer's bias shift in the same store (as `weights`, keys of its own). find() gives nothing for
-// an unknown key; what it gives must have the weight's element count or it is not used.
+// an unknown key; what it gives must have the weight's element count (plus the bias's, with update_bias) or it is
+// not used.
 struct LearnedLayer {
   std::vector<float> weights;  // as written back (W' = s (C - z)), the weight's own order; with update_bias
                                // the learned bias follows

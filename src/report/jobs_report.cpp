@@ -107,7 +107,8 @@ std::string quantize_text(const QuantizeReport& r) {
     out << std::left << std::setw(13) << reconstruction_method_names().name(rc->method) << rc->layers << " layers learned ("
         << rc->iterations << " steps each"
         << (rc->drop_ratio < 1 ? ", drop_ratio " + general(rc->drop_ratio) + ": that share of input elements quantized" : "")
-        << (rc->update_bias ? ", " + std::to_string(rc->biases) + " biases learned too" : "") << ") in " << rc->levels << " levels on " << rc->samples << " samples, loss "
+        << (rc->update_bias ? ", " + std::to_string(rc->biases) + " biases learned too" : "") << ") in " << rc->levels
+        << " levels on " << rc->samples << " samples, loss "
         << general(nearest) << " -> " << general(learned) << " (nearest -> learned, summed), " << fixed(rc->seconds) << " s";
     if (!rc->per_layer.empty()) {
       const auto slowest = std::ranges::max_element(rc->per_layer, {}, &LayerReconstruction::seconds);
