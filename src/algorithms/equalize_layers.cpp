@@ -142,17 +142,7 @@ std::optional<std::vector<int64_t>> constant_ints(const ir::GraphView& view, con
     for (float v : tensor_from_proto(*init, label).to_floats()) out.push_back(static_cast<int64_t>(v));
     return out;
   }
-  for (const auto& a : node.attribute()) {
-    if (a.name() == attribute) return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-  }
-  return std::vector<int64_t>{};
-}
-
-std::string string_attribute(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return a.s();
-  }
-  return fallback;
+  return ir::ints_attribute(node, attribute).value_or(std::vector<int64_t>{});
 }
 
 std::optional<Layer> as_layer(const ir::GraphView& view, size_t index) {
@@ -197,7 +187,7 @@ bool passes_scaling(const ir::GraphView& view, const onnx::NodeProto& node, int6
   const std::string& type = node.op_type();
   if (type == "Relu" || type == "LeakyRelu") return true;
   if (type == "Pad") {
-    const std::string mode = string_attribute(node, "mode", "constant");
+    const std::string mode = ir::string_attribute(node, "mode").value_or("constant");
     if (mode == "constant") {
       const auto value = ir::constant_float(view, node, 2, "value", label);
       const bool has_value_input = node.input_size() > 2 && !node.input(2).empty();

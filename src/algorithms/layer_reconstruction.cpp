@@ -225,20 +225,6 @@ struct LayerShape {
   size_t grid_channels() const { return static_cast<size_t>(kind == LayerKind::kConvTranspose ? rows() : outputs); }
 };
 
-std::vector<int64_t> ints_attribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
-std::string string_attribute(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return a.s();
-  }
-  return fallback;
-}
-
 // The layer's shape, or why it is not handled.
 std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::TensorProto& weight, std::string& why) {
   LayerShape shape;
@@ -270,7 +256,7 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
     for (size_t i = 0; i < shape.spatial; ++i) shape.kernel[first + i] = dims[2 + i];
     shape.cols = shape.channels_per_group * shape.taps();
     const auto fill = [&](const std::string& name, int64_t* out, size_t count_per_side, bool two_sided) {
-      const std::vector<int64_t> v = ints_attribute(node, name);
+      const std::vector<int64_t> v = ir::ints_attribute(node, name).value_or(std::vector<int64_t>{});
       if (v.empty()) return true;
       if (v.size() != count_per_side * (two_sided ? 2 : 1)) return false;
       for (size_t i = 0; i < count_per_side; ++i) {
@@ -291,8 +277,8 @@ std::optional<LayerShape> layer_shape(const onnx::NodeProto& node, const onnx::T
         return std::nullopt;
       }
     }
-    shape.auto_pad = string_attribute(node, "auto_pad", "NOTSET");
-    if (transposed && (!ints_attribute(node, "output_shape").empty() ||
+    shape.auto_pad = ir::string_attribute(node, "auto_pad").value_or("NOTSET");
+    if (transposed && (!ir::ints_attribute(node, "output_shape").value_or(std::vector<int64_t>{}).empty() ||
                        (shape.auto_pad != "NOTSET" && shape.auto_pad != "VALID"))) {
       why = "a ConvTranspose with output_shape or auto_pad " + shape.auto_pad +
             " (explicit pads and output_padding are handled)";
@@ -627,13 +613,6 @@ void replace_values(onnx::TensorProto& proto, const std::vector<float>& values) 
   proto = tensor_to_proto(Tensor::from_floats(dims, values), name);
 }
 
-float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return a.f();
-  }
-  return fallback;
-}
-
 // update_bias: the layer's own bias initializer, float, one value per output (Conv/ConvTranspose
 // B; Gemm C as [N] or [1, N] with alpha = beta = 1), or "" (MatMul has none).
 std::string learnable_bias(const ir::GraphView& view, const onnx::NodeProto& node, const LayerShape& shape) {
@@ -644,7 +623,8 @@ std::string learnable_bias(const ir::GraphView& view, const onnx::NodeProto& nod
     return "";
   }
   if (node.op_type() == "Gemm" &&
-      (float_attribute(node, "alpha", 1.0f) != 1.0f || float_attribute(node, "beta", 1.0f) != 1.0f)) {
+      (ir::float_attribute(node, "alpha").value_or(1.0f) != 1.0f ||
+       ir::float_attribute(node, "beta").value_or(1.0f) != 1.0f)) {
     return "";
   }
   return node.input(2);

@@ -36,10 +36,7 @@ bool bounds_qoperator_region(const ModelGraph& graph, size_t id) {
 // (to_bfp_prime at 16 bits), "mxint8", "mxfp8_e4m3", ...; "" for other nodes.
 std::string block_format_name(const onnx::NodeProto& n) {
   const auto text = [&](const char* key, const char* fallback) {
-    for (const auto& a : n.attribute()) {
-      if (a.name() == key) return a.s();
-    }
-    return std::string(fallback);
+    return ir::string_attribute(n, key).value_or(fallback);
   };
   if (n.op_type().starts_with("MX")) return "mx" + text("element_dtype", "int8");
   if (!n.op_type().starts_with("BFP")) return "";

@@ -14,10 +14,7 @@ std::optional<float> constant_float(const GraphView& view, const onnx::NodeProto
     if (values.size() != 1) return std::nullopt;
     return values[0];
   }
-  for (const auto& a : node.attribute()) {
-    if (a.name() == attribute && a.type() == onnx::AttributeProto::FLOAT) return a.f();
-  }
-  return std::nullopt;
+  return float_attribute(node, attribute);
 }
 
 bool is_relu_like(const GraphView& view, const onnx::NodeProto& node, const std::string& label) {

@@ -251,11 +251,39 @@ std::string node_label(const NodeRef& ref) {
   return scope.empty() ? local : scope + "/" + local;
 }
 
-std::optional<int64_t> int_attribute(const onnx::NodeProto& node, std::string_view name) {
+const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, std::string_view name) {
   for (const onnx::AttributeProto& attribute : node.attribute()) {
-    if (attribute.name() == name && attribute.type() == onnx::AttributeProto::INT) return attribute.i();
+    if (attribute.name() == name) return &attribute;
   }
-  return std::nullopt;
+  return nullptr;
+}
+
+namespace {
+const onnx::AttributeProto* typed_attribute(const onnx::NodeProto& node, std::string_view name,
+                                            onnx::AttributeProto::AttributeType type) {
+  const onnx::AttributeProto* attribute = find_attribute(node, name);
+  return attribute != nullptr && attribute->type() == type ? attribute : nullptr;
+}
+}  // namespace
+
+std::optional<int64_t> int_attribute(const onnx::NodeProto& node, std::string_view name) {
+  const auto* a = typed_attribute(node, name, onnx::AttributeProto::INT);
+  return a ? std::optional(a->i()) : std::nullopt;
+}
+
+std::optional<float> float_attribute(const onnx::NodeProto& node, std::string_view name) {
+  const auto* a = typed_attribute(node, name, onnx::AttributeProto::FLOAT);
+  return a ? std::optional(a->f()) : std::nullopt;
+}
+
+std::optional<std::string> string_attribute(const onnx::NodeProto& node, std::string_view name) {
+  const auto* a = typed_attribute(node, name, onnx::AttributeProto::STRING);
+  return a ? std::optional(a->s()) : std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> ints_attribute(const onnx::NodeProto& node, std::string_view name) {
+  const auto* a = typed_attribute(node, name, onnx::AttributeProto::INTS);
+  return a ? std::optional(std::vector<int64_t>(a->ints().begin(), a->ints().end())) : std::nullopt;
 }
 
 }  // namespace mixprec::ir

@@ -136,7 +136,14 @@ class GraphView {
 // when unnamed, prefixed by the subgraph scope ("If_0.then_branch/") for nested nodes.
 std::string node_label(const NodeRef& ref);
 
-// The value of attribute `name` of `node` when it exists with type INT.
+// Attribute `name` of `node`, or nullptr.
+const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, std::string_view name);
+
+// The value of attribute `name` of `node` when it exists with the type (INT, FLOAT, STRING,
+// INTS); nullopt when it is absent or has another type.
 std::optional<int64_t> int_attribute(const onnx::NodeProto& node, std::string_view name);
+std::optional<float> float_attribute(const onnx::NodeProto& node, std::string_view name);
+std::optional<std::string> string_attribute(const onnx::NodeProto& node, std::string_view name);
+std::optional<std::vector<int64_t>> ints_attribute(const onnx::NodeProto& node, std::string_view name);
 
 }  // namespace mixprec::ir

@@ -275,10 +275,7 @@ int64_t weight_channel_axis(const OpTraits& traits, const onnx::NodeProto& node,
     case WeightAxis::kAxis0: return 0;
     case WeightAxis::kAxis1: return 1;
     case WeightAxis::kGemmTransB:
-      for (const auto& attr : node.attribute()) {
-        if (attr.name() == "transB" && attr.i() != 0) return 0;
-      }
-      return 1;
+      return int_attribute(node, "transB").value_or(0) != 0 ? 0 : 1;
     case WeightAxis::kLast: return weight_rank - 1;
   }
   return 0;

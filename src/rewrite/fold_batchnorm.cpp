@@ -27,13 +27,6 @@ struct FoldSite {
   size_t batchnorm = 0;
 };
 
-float float_attribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
-  for (const auto& attr : node.attribute()) {
-    if (attr.name() == name && attr.type() == onnx::AttributeProto::FLOAT) return attr.f();
-  }
-  return fallback;
-}
-
 bool is_private_float_initializer(const ir::GraphView& view, const std::string& name) {
   const onnx::TensorProto* init = view.initializer(name);
   return init && init->data_type() == onnx::TensorProto::FLOAT && view.consumers(name).size() == 1;
@@ -77,7 +70,7 @@ void apply(onnx::ModelProto& model, const std::vector<FoldSite>& sites, const st
   for (const FoldSite& site : sites) {
     onnx::NodeProto& conv = *graph.mutable_node(static_cast<int>(site.conv));
     const onnx::NodeProto& bn = graph.node(static_cast<int>(site.batchnorm));
-    const float eps = float_attribute(bn, "epsilon", 1e-5f);
+    const float eps = ir::float_attribute(bn, "epsilon").value_or(1e-5f);
     const auto param = [&](int k) { return tensor_from_proto(*inits.at(bn.input(k)), label).to_floats(); };
     const std::vector<float> gamma = param(1), beta = param(2), mean = param(3), var = param(4);
     onnx::TensorProto& w_proto = *inits.at(conv.input(1));

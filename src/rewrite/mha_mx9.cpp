@@ -178,9 +178,7 @@ std::optional<std::vector<int64_t>> constant_ints(const ir::GraphView& view, con
 // An attribute's ints, or the constant input `index` (ops that moved attributes to inputs).
 std::optional<std::vector<int64_t>> ints_of(const ir::GraphView& view, const onnx::NodeProto& node, const char* attr,
                                             int index, const std::string& label) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == attr) return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-  }
+  if (auto values = ir::ints_attribute(node, attr)) return values;
   if (node.input_size() > index) return constant_ints(view, node.input(index), label);
   return std::nullopt;
 }

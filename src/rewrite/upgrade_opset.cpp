@@ -44,18 +44,6 @@ using onnx::TensorProto;
 
 // --- Protobuf helpers ---------------------------------------------------------------------
 
-const onnx::AttributeProto* find_attribute(const onnx::NodeProto& node, std::string_view name) {
-  for (const onnx::AttributeProto& attribute : node.attribute()) {
-    if (attribute.name() == name) return &attribute;
-  }
-  return nullptr;
-}
-
-std::string string_attribute(const onnx::NodeProto& node, std::string_view name, std::string_view fallback) {
-  const onnx::AttributeProto* attribute = find_attribute(node, name);
-  return attribute != nullptr ? attribute->s() : std::string(fallback);
-}
-
 // Removes attribute `name` from `node` and returns it; nullopt when absent.
 std::optional<onnx::AttributeProto> take_attribute(onnx::NodeProto& node, std::string_view name) {
   auto* attributes = node.mutable_attribute();
@@ -212,7 +200,7 @@ class Adaptation {
         !ir::is_default_domain(producer->node().domain())) {
       return std::nullopt;
     }
-    const onnx::AttributeProto* value = find_attribute(producer->node(), "value");
+    const onnx::AttributeProto* value = ir::find_attribute(producer->node(), "value");
     return value != nullptr ? float_values(value->t()) : std::nullopt;
   }
 
@@ -320,7 +308,9 @@ std::string pad_attributes_to_inputs(Adaptation& a) {
   const onnx::AttributeProto pads = a.take_required_attribute("pads");
   set_input(a.node(), 1, a.add_initializer(int64_vector(pads.ints()), "pads"));
   const std::optional<onnx::AttributeProto> value = take_attribute(a.node(), "value");
-  if (!value || string_attribute(a.node(), "mode", "constant") != "constant") return attributes_to_inputs({"pads"});
+  if (!value || ir::string_attribute(a.node(), "mode").value_or("constant") != "constant") {
+    return attributes_to_inputs({"pads"});
+  }
   const int32_t elem_type = a.elem_type(a.node().input(0)).value_or(TensorProto::FLOAT);
   set_input(a.node(), 2, a.add_float_scalar(value->f(), elem_type, "value"));
   return attributes_to_inputs({"pads", "value"});
@@ -350,7 +340,7 @@ std::string resize_explicit_opset10_mapping(Adaptation& a) {
   set_input(node, 2, scales);
   ir::set_attribute(node, ir::make_string_attribute("coordinate_transformation_mode", "asymmetric"));
   std::string note = "empty roi input, coordinate_transformation_mode asymmetric";
-  if (string_attribute(node, "mode", "nearest") == "nearest") {
+  if (ir::string_attribute(node, "mode").value_or("nearest") == "nearest") {
     std::string caveat;
     const std::string nearest_mode = opset10_nearest_mode(a, scales, &caveat);
     ir::set_attribute(node, ir::make_string_attribute("nearest_mode", nearest_mode));
@@ -426,7 +416,9 @@ std::string split_attribute_to_input(Adaptation& a) {
 // Split-18 needs either the split input or num_outputs; before, equal parts were implied.
 std::string split_explicit_num_outputs(Adaptation& a) {
   onnx::NodeProto& node = a.node();
-  if ((node.input_size() > 1 && !node.input(1).empty()) || find_attribute(node, "num_outputs") != nullptr) return "";
+  if ((node.input_size() > 1 && !node.input(1).empty()) || ir::find_attribute(node, "num_outputs") != nullptr) {
+    return "";
+  }
   ir::set_attribute(node, ir::make_int_attribute("num_outputs", node.output_size()));
   return "num_outputs=" + std::to_string(node.output_size()) + " (equal parts, formerly implied)";
 }
@@ -439,9 +431,10 @@ std::string replace_tf_half_pixel_for_nn(Adaptation& a) {
       {"floor", "round_prefer_ceil"},  // floor(v) == round half up of (v - 0.5)
   }};
   onnx::NodeProto& node = a.node();
-  if (string_attribute(node, "coordinate_transformation_mode", "half_pixel") != "tf_half_pixel_for_nn") return "";
-  const std::string mode = string_attribute(node, "mode", "nearest");
-  const std::string nearest_mode = string_attribute(node, "nearest_mode", "round_prefer_floor");
+  const std::string coordinates = ir::string_attribute(node, "coordinate_transformation_mode").value_or("half_pixel");
+  if (coordinates != "tf_half_pixel_for_nn") return "";
+  const std::string mode = ir::string_attribute(node, "mode").value_or("nearest");
+  const std::string nearest_mode = ir::string_attribute(node, "nearest_mode").value_or("round_prefer_floor");
   const auto equivalent = std::ranges::find(kEquivalentNearestMode, nearest_mode,
                                             &std::pair<std::string_view, std::string_view>::first);
   if (mode != "nearest" || equivalent == kEquivalentNearestMode.end()) {
@@ -475,7 +468,7 @@ std::string gridsample_mode_names(Adaptation& a) {
       {"bilinear", "linear"},
       {"bicubic", "cubic"},
   }};
-  const std::string mode = string_attribute(a.node(), "mode", "");
+  const std::string mode = ir::string_attribute(a.node(), "mode").value_or("");
   const auto renamed = std::ranges::find(kRenamed, mode, &std::pair<std::string_view, std::string_view>::first);
   if (renamed == kRenamed.end()) return "";
   ir::set_attribute(a.node(), ir::make_string_attribute("mode", std::string(renamed->second)));

@@ -56,17 +56,8 @@ bool is_bfp(const onnx::NodeProto& node) {
 }
 
 bool same_attribute(const onnx::NodeProto& node, const onnx::AttributeProto& want) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == want.name()) return a.SerializeAsString() == want.SerializeAsString();
-  }
-  return false;
-}
-
-bool has_attribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return true;
-  }
-  return false;
+  const onnx::AttributeProto* a = ir::find_attribute(node, want.name());
+  return a != nullptr && a->SerializeAsString() == want.SerializeAsString();
 }
 
 // The first opset of the default domain whose QuantizeLinear/DequantizeLinear takes `type`
@@ -117,7 +108,7 @@ class Patcher {
       if (node.domain() == kMicrosoft && (is_one_of(node, kQuantizeOps) || is_one_of(node, kDequantizeOps))) {
         retag(graph, node);
       }
-      if (is_bfp(node) && !has_attribute(node, "sub_block_shift_bits")) {
+      if (is_bfp(node) && !ir::find_attribute(node, "sub_block_shift_bits")) {
         ir::set_attribute(node, ir::make_int_attribute("sub_block_shift_bits", 1));
         ++summary_.shift_bits_written;
       }
@@ -139,7 +130,7 @@ class Patcher {
 
   void retag(const onnx::GraphProto& graph, onnx::NodeProto& node) {
     const int32_t type = code_type(graph, node);
-    const bool per_axis = has_attribute(node, "axis");
+    const bool per_axis = ir::find_attribute(node, "axis") != nullptr;
     const int64_t needed = first_default_opset(type, per_axis);
     if (needed == 0 || needed > opset_) {
       std::string why;
