@@ -41,6 +41,7 @@
 #include <set>
 #include <utility>
 
+#include "algorithms/output_error.h"
 #include "common/text.h"
 #include "common/timing.h"
 #include "ir/graph_view.h"
@@ -191,44 +192,6 @@ std::vector<FollowingBias> following_biases(const ir::GraphView& view, const ir:
   return out;
 }
 
-// The output error of the samples, and of each half (even, odd samples) alone.
-struct Loss {
-  double total = 0;
-  std::array<double, 2> half{};
-
-  // A move is kept when it lowers the error and raises it on neither half: a shift that only
-  // some pictures like (a tensor clipped harder because these lack its outliers) is not taken.
-  bool better_than(const Loss& other) const {
-    return total < other.total && half[0] <= other.half[0] && half[1] <= other.half[1];
-  }
-};
-
-// Samples, the float model's outputs on them, and the outputs' power per half (even, odd
-// samples) and float output.
-struct SampleSet {
-  std::vector<NamedTensors> inputs;
-  std::vector<NamedTensors> wanted;
-  std::array<std::vector<double>, 2> energy;
-};
-
-SampleSet sample_set(const Session& floats, const SampleSource& source, const std::vector<size_t>& indices) {
-  SampleSet set;
-  for (size_t index : indices) {
-    set.inputs.push_back(source.sample(index));
-    set.wanted.push_back(floats.run(set.inputs.back()));
-  }
-  for (size_t s = 0; s < set.wanted.size(); ++s) {
-    std::vector<double>& half = set.energy[s % 2];
-    half.resize(set.wanted[s].size(), 0.0);
-    for (size_t o = 0; o < set.wanted[s].size(); ++o) {
-      if (set.wanted[s][o].second.dtype() != DType::kFloat32) continue;
-      for (float v : set.wanted[s][o].second.as<float>()) half[o] += static_cast<double>(v) * v;
-    }
-  }
-  set.energy[1].resize(set.energy[0].size(), 0.0);
-  return set;
-}
-
 }  // namespace
 
 ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, const onnx::ModelProto& reference,
@@ -334,49 +297,28 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
     for (size_t i = 0; i < source.size(); ++i) indices.push_back(i);
   }
   const Session floats = Session::from_model(reference, label, options.session);
-  const SampleSet searched_on = sample_set(floats, source, indices);
-  const SampleSet held_out = sample_set(floats, source, options.validation);
+  const algorithms::OutputReference searched_on(floats, source, indices);
+  const algorithms::OutputReference held_out(floats, source, options.validation);
   summary.samples = indices.size();
   summary.validation_samples = options.validation.size();
 
   std::vector<int> shift(tensors.size(), 0);
   std::map<std::pair<size_t, int>, Tensor> bias_values;  // (bias, shift) -> the value fed
   // The loss of `session`'s outputs on `set` (the scales fed when `with_scales`).
-  const auto loss_of = [&](const Session& session, const SampleSet& set, bool with_scales) {
-    std::array<std::vector<double>, 2> error{std::vector<double>(set.energy[0].size(), 0.0),
-                                             std::vector<double>(set.energy[0].size(), 0.0)};
-    for (size_t s = 0; s < set.inputs.size(); ++s) {
-      NamedTensors feed = set.inputs[s];
+  const auto loss_of = [&](const Session& session, const algorithms::OutputReference& set, bool with_scales) {
+    if (!with_scales) return set.loss(session);
+    return set.loss(session, [&](NamedTensors& feed) {
       for (const Feed& f : feeds) {
-        if (!with_scales) break;
         const float value = std::ldexp(f.value, shift[f.tensor]);
         feed.emplace_back(f.input, Tensor::from_floats({}, std::span<const float>(&value, 1)));
       }
-      for (size_t i = 0; i < biases.size() && with_scales; ++i) {
+      for (size_t i = 0; i < biases.size(); ++i) {
         const int n = shift[biases[i].tensor];
         auto value = bias_values.find({i, n});
         if (value == bias_values.end()) value = bias_values.emplace(std::pair{i, n}, requantized_bias(biases[i], n)).first;
         feed.emplace_back(biases[i].fed, value->second);
       }
-      const NamedTensors got = session.run(feed);
-      const NamedTensors& wanted = set.wanted[s];
-      for (size_t o = 0; o < got.size() && o < wanted.size(); ++o) {
-        if (wanted[o].second.dtype() != DType::kFloat32) continue;
-        const auto a = got[o].second.as<float>();
-        const auto b = wanted[o].second.as<float>();
-        for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-          const double d = static_cast<double>(a[i]) - b[i];
-          error[s % 2][o] += d * d;
-        }
-      }
-    }
-    const auto ratio = [](double e, double p) { return p > 0 ? e / p : e; };
-    Loss out;
-    for (size_t o = 0; o < set.energy[0].size(); ++o) {
-      out.total += ratio(error[0][o] + error[1][o], set.energy[0][o] + set.energy[1][o]);
-      for (size_t h = 0; h < 2; ++h) out.half[h] += ratio(error[h][o], set.energy[h][o]);
-    }
-    return out;
+    });
   };
   const Session session = Session::from_model(searched, label, options.session);
   const auto loss = [&] {
@@ -384,7 +326,7 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
     return loss_of(session, searched_on, true);
   };
 
-  Loss best = loss();
+  algorithms::OutputLoss best = loss();
   summary.loss_before = best.total;
   const int64_t sweeps = std::max<int64_t>(1, settings.sweeps);
   for (int64_t sweep = 0; sweep < sweeps; ++sweep) {
@@ -395,7 +337,7 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
         bool improved = false;
         while (std::abs(shift[t] + direction) <= settings.max_shift) {
           shift[t] += direction;
-          const Loss trial = loss();
+          const algorithms::OutputLoss trial = loss();
           if (trial.better_than(best)) {
             best = trial;
             improved = true;
@@ -417,7 +359,7 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
   summary.tensors = tensors.size();
   summary.biases = biases.size();
   // The held-out samples judge the shifts: when they do not gain, none is kept.
-  if (!held_out.inputs.empty() && std::ranges::any_of(shift, [](int n) { return n != 0; })) {
+  if (held_out.samples() > 0 && std::ranges::any_of(shift, [](int n) { return n != 0; })) {
     summary.validation_after = loss_of(session, held_out, true).total;
     const std::vector<int> found = std::exchange(shift, std::vector<int>(tensors.size(), 0));
     summary.validation_before = loss_of(session, held_out, true).total;
