@@ -151,6 +151,11 @@ struct LayerReconstruction {
   size_t changed = 0;          // codes that differ from nearest rounding
   double seconds = 0;          // statistics + optimization of this layer
   bool reused = false;         // taken from the store: the losses are those it was learned with
+  // selective_update: the quantized model's output error with this layer's weights written back
+  // (algorithms/output_error.h), and whether they went back because it was not below the error
+  // before them.
+  double output_loss = 0;
+  bool rejected = false;
 };
 
 struct ReconstructionSummary {
@@ -159,6 +164,10 @@ struct ReconstructionSummary {
   double drop_ratio = 1;       // ReconstructionSettings::drop_ratio
   bool update_bias = false;    // ReconstructionSettings::update_bias
   size_t biases = 0;           // update_bias: layers whose bias was learned too
+  bool selective_update = false;  // ReconstructionSettings::selective_update
+  size_t rejected = 0;         // selective_update: layers written back and then given their weights back
+  double output_loss_before = 0;  // selective_update: the quantized model's output error before any update
+  double output_loss_after = 0;   // and after the updates kept
   size_t layers = 0;           // layers whose learned weights were written back
   size_t reused = 0;           // of those, taken from the store (learned by an earlier run)
   size_t levels = 0;           // rewrite rounds

@@ -144,6 +144,7 @@ struct FastFinetuneOptions {
   std::optional<double> reg_param;        // RegParam (AdaRound), >= 0
   std::optional<double> drop_ratio;       // DropRatio, in [0, 1]
   std::optional<bool> update_bias;        // UpdateBias (AdaQuant; AdaRound ignores it, as in Quark)
+  std::optional<bool> selective_update;   // SelectiveUpdate
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
 
   bool operator==(const FastFinetuneOptions&) const = default;
@@ -226,6 +227,7 @@ struct AlgorithmEntry {
   std::optional<ReconstructionTarget> target;  // adaround and adaquant (unset: ReconstructionSettings)
   std::optional<double> drop_ratio;        // adaround and adaquant, in [0, 1] (unset: ReconstructionSettings)
   std::optional<bool> update_bias;         // adaquant only
+  std::optional<bool> selective_update;    // adaround and adaquant
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
   // scale_search only (unset: ScaleSearchSettings' defaults).
   std::optional<int64_t> max_shift;        // >= 1
@@ -355,6 +357,11 @@ struct ReconstructionSettings {
   // centred on their means), and the bias takes that best shift, -mean(W_q X^ - W X) per output
   // (layer_reconstruction.h). Only a layer's own 1-D bias initializer is updated.
   bool update_bias = false;
+  // Quark's selective_update: a layer's learned weights are kept only where they lower the whole
+  // quantized model's output error on the samples (algorithms/output_error.h) below what it was
+  // before them; otherwise the layer keeps the weights it had. One pass of the quantized model
+  // over the samples per layer, plus one at the start; the float outputs are taken once.
+  bool selective_update = false;
 
   bool operator==(const ReconstructionSettings&) const = default;
 };

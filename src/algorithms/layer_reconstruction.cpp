@@ -40,6 +40,13 @@
 // a level whose members are all known writes their weights back without a pass, and each layer
 // learned is stored. A search that lifts a few layers re-learns only the layers below them.
 //
+// selective_update (Quark's): the float model's outputs on the samples are taken once
+// (algorithms/output_error.h); after each layer's weights are written back (learned or from the
+// store) the quantized model is rewritten and run over the samples, and the layer keeps them only
+// when the output error falls below the error with the layers kept before it, else it gets its
+// weight (and bias) back. Layers go in the order above, so a later layer learns on the upstream
+// as decided. The store keeps what was learned, not the decision, which each run makes again.
+//
 // Threads: groups are independent problems, run in parallel (OpenMP) when there are several;
 // one group's products use Eigen's own threads. Results do not depend on the thread count.
 #include "algorithms/layer_reconstruction.h"
@@ -56,6 +63,7 @@
 #include <span>
 
 #include "algorithms/layer_sites.h"
+#include "algorithms/output_error.h"
 #include "common/digest.h"
 #include "common/text.h"
 #include "common/timing.h"
@@ -678,6 +686,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   summary.iterations = settings.iterations;
   summary.drop_ratio = settings.drop_ratio;
   summary.update_bias = settings.update_bias;
+  summary.selective_update = settings.selective_update;
   std::vector<std::string> fixed_biases;  // update_bias: layers whose bias stays as it is
   const std::string name = reconstruction_method_names().name(settings.method);
   std::vector<size_t> indices = options.samples;
@@ -743,6 +752,37 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   const onnx::ModelProto original = float_target ? prepared : onnx::ModelProto();
   const std::map<std::string, uint64_t> float_digests =
       options.store && float_target ? algorithms::tensor_digests(original, label) : std::map<std::string, uint64_t>{};
+  // selective_update: the float model's outputs on the samples, taken once, and the quantized
+  // model's output error with the layers kept so far.
+  std::optional<algorithms::OutputReference> yardstick;
+  double kept_loss = 0;
+  if (settings.selective_update) {
+    yardstick.emplace(Session::from_model(prepared, label, options.session), source, indices);
+    if (!yardstick->comparable()) {
+      summary.notes.push_back(name + ": selective_update has no float model output to compare: every update is kept");
+      summary.selective_update = false;
+      yardstick.reset();
+    } else {
+      kept_loss = yardstick->loss(Session::from_model(quantized, label, options.session)).total;
+      summary.output_loss_before = kept_loss;
+    }
+  }
+  // selective_update: a layer just written back stays when the model's output error falls below
+  // kept_loss; otherwise its weight (and bias) go back to `old_weight` (and `old_bias`).
+  const auto judge = [&](const Candidate& c, const std::vector<float>& old_weight, const std::vector<float>& old_bias,
+                         LayerReconstruction& record) {
+    if (!yardstick) return;
+    const onnx::NodeProto& node = prepared.graph().node(static_cast<int>(c.site.index));
+    record.output_loss = yardstick->loss(Session::from_model(rewrite(prepared), label, options.session)).total;
+    if (record.output_loss < kept_loss) {
+      kept_loss = record.output_loss;
+      return;
+    }
+    replace_values(*find_initializer(prepared, node.input(1)), old_weight);
+    if (!c.bias.empty()) replace_values(*find_initializer(prepared, c.bias), old_bias);
+    record.rejected = true;
+    ++summary.rejected;
+  };
   size_t levels = 0;
   for (const auto& s : sites) levels = std::max(levels, s.level + 1);
   size_t done = 0;
@@ -837,17 +877,23 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         onnx::TensorProto& proto = *find_initializer(prepared, node.input(1));
         const auto count = static_cast<std::ptrdiff_t>(element_count(proto));
         const std::vector<float>& kept = stored[m]->weights;
+        const std::vector<float> old_weight = yardstick ? tensor_from_proto(proto, label).to_floats() : std::vector<float>{};
+        std::vector<float> old_bias;
         replace_values(proto, {kept.begin(), kept.begin() + count});
         if (!c.bias.empty()) {
-          replace_values(*find_initializer(prepared, c.bias), {kept.begin() + count, kept.end()});
+          onnx::TensorProto& bias_proto = *find_initializer(prepared, c.bias);
+          if (yardstick) old_bias = tensor_from_proto(bias_proto, label).to_floats();
+          replace_values(bias_proto, {kept.begin() + count, kept.end()});
           ++summary.biases;
         }
-        summary.per_layer.push_back({.node = c.site.node,
-                                     .loss_nearest = stored[m]->loss_nearest,
-                                     .loss_learned = stored[m]->loss_learned,
-                                     .changed = stored[m]->changed,
-                                     .seconds = seconds_since(layer_start),
-                                     .reused = true});
+        LayerReconstruction record{.node = c.site.node,
+                                   .loss_nearest = stored[m]->loss_nearest,
+                                   .loss_learned = stored[m]->loss_learned,
+                                   .changed = stored[m]->changed,
+                                   .reused = true};
+        judge(c, old_weight, old_bias, record);
+        record.seconds = seconds_since(layer_start);
+        summary.per_layer.push_back(record);
         ++summary.layers;
         ++summary.reused;
         if (options.progress) options.progress(done, sites.size());
@@ -904,9 +950,11 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         proto = tensor_to_proto(candidate, weight_name);
         ++summary.layers;
         std::vector<float> kept = written;
+        std::vector<float> old_bias;
         if (!c.bias.empty()) {  // the best shift for the learned codes (layer_reconstruction.h)
           onnx::TensorProto& bias_proto = *find_initializer(prepared, c.bias);
           std::vector<float> bias = tensor_from_proto(bias_proto, label).to_floats();
+          old_bias = bias;
           for (size_t g = 0; g < problems.size(); ++g) {
             const algorithms::Column shift = algorithms::bias_shift(problems[g], learned[g]);
             for (Eigen::Index r = 0; r < shift.size(); ++r) {
@@ -923,6 +971,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
                                          .loss_learned = record.loss_learned,
                                          .changed = record.changed});
         }
+        judge(c, values, old_bias, record);
       }
       record.seconds = seconds_since(layer_start) + pass_seconds;
       summary.per_layer.push_back(record);
@@ -935,6 +984,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
                             "MatMul has none): " + fixed_biases.front() +
                             (fixed_biases.size() > 1 ? ", ..." : ""));
   }
+  summary.output_loss_after = kept_loss;
   summary.levels = levels;
   summary.seconds = seconds_since(start);
   return summary;

@@ -11,8 +11,10 @@ namespace {
 
 constexpr const char* kCleParameters[] = {"cle_steps"};
 constexpr const char* kBiasCorrectionParameters[] = {"mode"};
-constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target", "drop_ratio"};
-constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target", "drop_ratio", "update_bias"};
+constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target", "drop_ratio",
+                                               "selective_update"};
+constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target", "drop_ratio", "update_bias",
+                                               "selective_update"};
 constexpr const char* kSmoothQuantParameters[] = {"alpha"};
 constexpr const char* kScaleSearchParameters[] = {"max_shift", "sweeps", "num_samples", "finer"};
 
@@ -124,7 +126,8 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
   // Given values over the method's defaults (parse_config checked the two places agree).
   const auto reconstruction = [&](ReconstructionMethod method, const std::optional<int64_t>& iterations,
                                   const std::optional<double>& learning_rate, const std::optional<double>& reg_param,
-                                  const std::optional<double>& drop_ratio, const std::optional<bool>& update_bias) {
+                                  const std::optional<double>& drop_ratio, const std::optional<bool>& update_bias,
+                                  const std::optional<bool>& selective_update) {
     ReconstructionSettings settings = default_reconstruction(method);
     settings.iterations = iterations.value_or(settings.iterations);
     settings.learning_rate = learning_rate.value_or(settings.learning_rate);
@@ -132,12 +135,13 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
     settings.drop_ratio = drop_ratio.value_or(settings.drop_ratio);
     // AdaRound learns only the rounding and ignores UpdateBias, as Quark does (parse_config warns).
     if (method == ReconstructionMethod::kAdaQuant) settings.update_bias = update_bias.value_or(settings.update_bias);
+    settings.selective_update = selective_update.value_or(settings.selective_update);
     return settings;
   };
   const FastFinetuneOptions& ft = extra.fast_finetune;
   if (extra.include_fast_ft) {
     recipe.reconstruction = reconstruction(ft.optim_algorithm, ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio,
-                                           ft.update_bias);
+                                           ft.update_bias, ft.selective_update);
   }
   for (const AlgorithmEntry& entry : config.algorithms) {
     if (const AddedPass* pass = find_added_pass(entry.name); pass && !config::find_algorithm(entry.name)) {
@@ -162,7 +166,8 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
                          entry.learning_rate ? entry.learning_rate : same ? ft.learning_rate : std::nullopt,
                          entry.reg_param ? entry.reg_param : same ? ft.reg_param : std::nullopt,
                          entry.drop_ratio ? entry.drop_ratio : same ? ft.drop_ratio : std::nullopt,
-                         entry.update_bias ? entry.update_bias : same ? ft.update_bias : std::nullopt);
+                         entry.update_bias ? entry.update_bias : same ? ft.update_bias : std::nullopt,
+                         entry.selective_update ? entry.selective_update : same ? ft.selective_update : std::nullopt);
       if (entry.target) recipe.reconstruction->target = *entry.target;
     }
   }

@@ -133,6 +133,7 @@ struct Schema<FastFinetuneOptions> {
       {"RegParam", &FastFinetuneOptions::reg_param},
       {"DropRatio", &FastFinetuneOptions::drop_ratio},
       {"UpdateBias", &FastFinetuneOptions::update_bias},
+      {"SelectiveUpdate", &FastFinetuneOptions::selective_update},
   };
   static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
@@ -407,6 +408,8 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.drop_ratio.emplace());
     } else if (item.key() == "update_bias") {
       read_value(item.value(), at / item.key(), out.update_bias.emplace());
+    } else if (item.key() == "selective_update") {
+      read_value(item.value(), at / item.key(), out.selective_update.emplace());
     } else if (item.key() == "alpha") {
       read_value(item.value(), at / item.key(), out.alpha.emplace());
     } else if (item.key() == "finer") {
@@ -449,6 +452,7 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.target) json["target"] = to_json_value(*value.target);
   if (value.drop_ratio) json["drop_ratio"] = *value.drop_ratio;
   if (value.update_bias) json["update_bias"] = *value.update_bias;
+  if (value.selective_update) json["selective_update"] = *value.selective_update;
   if (value.alpha) json["alpha"] = *value.alpha;
   if (value.max_shift) json["max_shift"] = *value.max_shift;
   if (value.sweeps) json["sweeps"] = *value.sweeps;

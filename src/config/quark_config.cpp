@@ -390,6 +390,8 @@ constexpr AlgorithmParam kAlgorithmParams[] = {
     {"reg_param", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.reg_param = read_number(json, at); }},
     {"drop_ratio", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.drop_ratio = read_number(json, at); }},
     {"update_bias", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.update_bias = read_bool(json, at); }},
+    {"selective_update",
+     [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.selective_update = read_bool(json, at); }},
     {"alpha", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.alpha = read_number(json, at); }},
 };
 
@@ -594,6 +596,7 @@ Json algorithm_to_json(const AlgorithmEntry& entry, const Where& at) {
   if (entry.reg_param) json["reg_param"] = *entry.reg_param;
   if (entry.drop_ratio) json["drop_ratio"] = *entry.drop_ratio;
   if (entry.update_bias) json["update_bias"] = *entry.update_bias;
+  if (entry.selective_update) json["selective_update"] = *entry.selective_update;
   if (entry.alpha) json["alpha"] = *entry.alpha;
   for (const auto& item : entry.params.items()) json[item.key()] = item.value();
   return json;

@@ -14,6 +14,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 using text::fixed;
 
+// A model output loss (algorithms/output_error.h: the output error power over the output power)
+// as an SQNR: -10 log10 of it.
+std::string output_sqnr(double loss) {
+  return loss > 0 ? fixed(-10 * std::log10(loss)) + " dB" : std::string("exact");
+}
+
 // Default stream formatting of a double (6 significant digits), as the terminal reports use.
 std::string general(double value) {
   std::ostringstream out;
@@ -81,8 +87,7 @@ std::string quantize_text(const QuantizeReport& r) {
   }
   for (const auto& pass : r.prepare.passes) out << "pass         " << pass << " (on the float model)\n";
   if (const auto& ss = r.scale_search) {
-    // The loss is the output error power over the output power: -10 log10 of it is an SQNR.
-    const auto db = [](double loss) { return loss > 0 ? fixed(-10 * std::log10(loss)) + " dB" : std::string("exact"); };
+    const auto db = output_sqnr;
     const auto finer = std::ranges::count_if(ss->shifts, [](const auto& s) { return s.second < 0; });
     out << "scale search " << ss->shifts.size() << " of " << ss->tensors << " activation scales moved (" << finer
         << " finer, " << ss->shifts.size() - static_cast<size_t>(finer) << " coarser) on " << ss->samples
@@ -110,6 +115,11 @@ std::string quantize_text(const QuantizeReport& r) {
         << (rc->update_bias ? ", " + std::to_string(rc->biases) + " biases learned too" : "") << ") in " << rc->levels
         << " levels on " << rc->samples << " samples, loss "
         << general(nearest) << " -> " << general(learned) << " (nearest -> learned, summed), " << fixed(rc->seconds) << " s";
+    if (rc->selective_update) {
+      out << "; selective_update: " << rc->layers - rc->rejected << " kept, " << rc->rejected
+          << " given their weights back, output SQNR " << output_sqnr(rc->output_loss_before) << " -> "
+          << output_sqnr(rc->output_loss_after);
+    }
     if (!rc->per_layer.empty()) {
       const auto slowest = std::ranges::max_element(rc->per_layer, {}, &LayerReconstruction::seconds);
       out << ", " << fixed(rc->seconds / static_cast<double>(rc->per_layer.size())) << " s per layer (slowest "

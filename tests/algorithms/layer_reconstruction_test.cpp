@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "algorithms/layer_reconstruction.h"
@@ -459,6 +460,23 @@ TEST(AlgorithmsDropRatio, TheLossIsTheExpectationOverTheDraws) {
   EXPECT_NEAR(algorithms::reconstruction_loss(g, algorithms::Matrix::Ones(1, 2)), 0.0, 1e-9);
 }
 
+// Learns `model` twice with one store: the first run makes `passes` passes, the second none
+// (every layer from the store); `check` sees each run's model and summary.
+void learn_twice_with_a_store(const onnx::ModelProto& model, const RewriteFn& rewrite, const SampleSource& samples,
+                              const ReconstructionSettings& settings, const std::vector<NodeAssignment>& assignment,
+                              size_t passes,
+                              const std::function<void(const onnx::ModelProto&, const ReconstructionSummary&)>& check) {
+  LearnedWeightMemory store;
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run == 0 ? "learned" : "from the store");
+    onnx::ModelProto prepared = model;
+    const ReconstructionSummary summary = reconstruct_layers(
+        prepared, rewrite, samples, settings, {.assignment = &assignment, .store = &store, .data = "normal"}, kLabel);
+    EXPECT_EQ(summary.passes, run == 0 ? passes : 0u);
+    check(prepared, summary);
+  }
+}
+
 // update_bias by hand: one input row, two columns, x^ = (1, 3), x = (2, 2), W = 1 at scale 1,
 // code 2. W_q x^ - W x = (0, 4): mean 2, so the best shift is -2 and leaves (-2, 2), loss
 // (4 + 4) / 2 = 4 where the bias as it is leaves (0 + 16) / 2 = 8. The centred matrices give the
@@ -520,16 +538,12 @@ TEST(AlgorithmsUpdateBias, TheGemmsBiasIsLearnedAndStored) {
   const double error_old_bias = output_error(model, rewrite(old_bias), samples);
   EXPECT_LT(error, error_old_bias);
   // From the store: the same weights and bias, with no pass.
-  LearnedWeightMemory store;
-  for (int run = 0; run < 2; ++run) {
-    onnx::ModelProto prepared = model;
-    const ReconstructionSummary again = reconstruct_layers(
-        prepared, rewrite, samples, settings, {.assignment = &assignment, .store = &store, .data = "normal"}, kLabel);
-    EXPECT_EQ(again.passes, run == 0 ? 1u : 0u);
-    EXPECT_EQ(again.biases, 1u);
-    EXPECT_EQ(initializer(prepared, "b"), initializer(learned, "b"));
-    EXPECT_EQ(initializer(prepared, "w"), initializer(learned, "w"));
-  }
+  learn_twice_with_a_store(model, rewrite, samples, settings, assignment, 1,
+                           [&](const onnx::ModelProto& prepared, const ReconstructionSummary& again) {
+                             EXPECT_EQ(again.biases, 1u);
+                             EXPECT_EQ(initializer(prepared, "b"), initializer(learned, "b"));
+                             EXPECT_EQ(initializer(prepared, "w"), initializer(learned, "w"));
+                           });
 }
 
 // A MatMul has no bias: it is learned with a note, not an error.
@@ -576,6 +590,115 @@ TEST(AlgorithmsDropRatio, ReachesTheLayersAndTheSummary) {
   // With q = 0 the second layer's nearest codes are judged on the float input alone: only their
   // own rounding error, below what the quantized upstream adds to it.
   EXPECT_LT(nearest_loss[1], nearest_loss[0]);
+}
+
+// x -> Gemm -> Relu -> Gemm -> Gemm -> y, weights drawn from `seed`.
+onnx::ModelProto three_gemms(uint64_t seed) {
+  return ModelBuilder()
+      .add_input("x", TensorProto::FLOAT, {kRows, kIn})
+      .add_initializer("w1", {kIn, kIn}, normal_values(kIn * kIn, seed, 0.3f))
+      .add_initializer("w2", {kIn, kIn}, normal_values(kIn * kIn, seed + 1, 0.3f))
+      .add_initializer("w3", {kOut, kIn}, normal_values(kOut * kIn, seed + 2, 0.3f))
+      .add_node("Gemm", {"x", "w1"}, {"h1"}, {ir::make_int_attribute("transB", 1)}, "first")
+      .add_node("Relu", {"h1"}, {"r1"}, {}, "relu")
+      .add_node("Gemm", {"r1", "w2"}, {"h2"}, {ir::make_int_attribute("transB", 1)}, "second")
+      .add_node("Gemm", {"h2", "w3"}, {"y"}, {ir::make_int_attribute("transB", 1)}, "third")
+      .add_output("y", TensorProto::FLOAT, {kRows, kOut})
+      .build();
+}
+
+// The output error power over the float output's power, by ONNX Runtime's outputs alone.
+double relative_output_error(const onnx::ModelProto& reference, const onnx::ModelProto& quantized, const SampleSource& samples) {
+  const Session a = Session::from_model(reference, kLabel);
+  const Session b = Session::from_model(quantized, kLabel);
+  double error = 0, power = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto want = a.run(samples.sample(i)).at(0).second.to_floats();
+    const auto got = b.run(samples.sample(i)).at(0).second.to_floats();
+    for (size_t k = 0; k < want.size(); ++k) {
+      error += (static_cast<double>(got[k]) - want[k]) * (static_cast<double>(got[k]) - want[k]);
+      power += static_cast<double>(want[k]) * want[k];
+    }
+  }
+  return error / power;
+}
+
+// selective_update (Quark's): a layer's learned weights stay only where the whole model's output
+// error falls below what it was with the layers kept before them. On these weights, learned on
+// the quantized input alone (layer-local loss), the second layer's update raises the model's
+// error and goes back; the first and third stay. Every loss is checked against ONNX Runtime's
+// outputs computed here, and the store gives back the same decisions without a pass.
+TEST(AlgorithmsSelectiveUpdate, KeepsOnlyUpdatesThatLowerTheModelsOutputError) {
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const onnx::ModelProto model = three_gemms(45);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+  settings.target = ReconstructionTarget::kQuantizedInput;
+  settings.iterations = 300;
+  onnx::ModelProto all = model;
+  reconstruct_layers(all, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+  settings.selective_update = true;
+  onnx::ModelProto prepared = model;
+  const ReconstructionSummary summary =
+      reconstruct_layers(prepared, rewrite, samples, settings, {.assignment = &assignment}, kLabel);
+  EXPECT_TRUE(summary.selective_update);
+  ASSERT_EQ(summary.per_layer.size(), 3u);
+  EXPECT_EQ(summary.layers, 3u);
+  EXPECT_EQ(summary.rejected, 1u);
+  const double before = relative_output_error(model, rewrite(model), samples);
+  EXPECT_NEAR(summary.output_loss_before, before, 1e-9 * before);
+  const double after = relative_output_error(model, rewrite(prepared), samples);
+  EXPECT_NEAR(summary.output_loss_after, after, 1e-9 * after);
+  EXPECT_LT(after, before);
+  double kept = before;
+  for (const LayerReconstruction& layer : summary.per_layer) {
+    SCOPED_TRACE(layer.node);
+    if (layer.rejected) {
+      EXPECT_GE(layer.output_loss, kept);
+    } else {
+      EXPECT_LT(layer.output_loss, kept);
+      kept = layer.output_loss;
+    }
+  }
+  EXPECT_FALSE(summary.per_layer[0].rejected);
+  EXPECT_TRUE(summary.per_layer[1].rejected);
+  EXPECT_FALSE(summary.per_layer[2].rejected);
+  EXPECT_EQ(initializer(prepared, "w1"), initializer(all, "w1"));  // learned alike, kept
+  EXPECT_EQ(initializer(prepared, "w2"), initializer(model, "w2"));  // given back
+  EXPECT_NE(initializer(prepared, "w3"), initializer(model, "w3"));
+  // The store keeps what was learned, not the decision: a rerun decides again, alike, with no pass.
+  learn_twice_with_a_store(model, rewrite, samples, settings, assignment, 3,
+                           [&](const onnx::ModelProto& again, const ReconstructionSummary& rerun) {
+                             EXPECT_EQ(rerun.rejected, 1u);
+                             EXPECT_EQ(again.SerializeAsString(), prepared.SerializeAsString());
+                           });
+}
+
+// A model whose outputs are all indices gives selective_update nothing to compare: a note, and
+// every update stays.
+TEST(AlgorithmsSelectiveUpdate, NoFloatOutputIsANoteAndKeepsEveryUpdate) {
+  onnx::ModelProto model = gemm_model();
+  model.mutable_graph()->clear_output();
+  *model.mutable_graph()->add_node() = ir::make_node({.op_type = "ArgMax", .name = "argmax", .inputs = {"y"}, .outputs = {"k"},
+                                                       .attributes = {ir::make_int_attribute("axis", 1)}});
+  auto* output = model.mutable_graph()->add_output();
+  output->set_name("k");
+  output->mutable_type()->mutable_tensor_type()->set_elem_type(TensorProto::INT64);
+  const NormalSamples samples("x", {kRows, kIn}, 4);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+  settings.iterations = 100;
+  settings.selective_update = true;
+  onnx::ModelProto prepared = model;
+  const ReconstructionSummary summary =
+      reconstruct_layers(prepared, rewrite_for(assignment), samples, settings, {.assignment = &assignment}, kLabel);
+  EXPECT_EQ(summary.layers, 1u);
+  EXPECT_EQ(summary.rejected, 0u);
+  EXPECT_FALSE(summary.selective_update);
+  ASSERT_EQ(summary.notes.size(), 1u);
+  EXPECT_NE(summary.notes[0].find("selective_update has no float model output to compare"), std::string::npos);
+  EXPECT_NE(initializer(prepared, "w"), initializer(model, "w"));
 }
 
 TEST(AlgorithmsAdaRound, NoApplicableLayerIsANoteNotAnError) {

@@ -295,6 +295,17 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
     ASSERT_EQ(ignored.warnings().size(), 1u);
     EXPECT_PRED2(contains, ignored.warnings()[0], "extra_options.FastFinetune.UpdateBias is ignored: AdaRound learns only");
   }
+  // Quark's selective_update: both methods, from the entry or FastFinetune; off by default.
+  EXPECT_FALSE(default_reconstruction(ReconstructionMethod::kAdaRound).selective_update);
+  const QuantConfig selective = parse(R"({"algo_config": [{"name": "adaround", "selective_update": true}]})");
+  EXPECT_TRUE(algorithm_recipe(selective).reconstruction->selective_update);
+  EXPECT_EQ(parse_config(config_to_json(selective), kLabel), selective);
+  const QuantConfig selective_ft = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+      "OptimAlgorithm": "adaquant", "SelectiveUpdate": true}}})");
+  EXPECT_TRUE(algorithm_recipe(selective_ft).reconstruction->selective_update);
+  EXPECT_EQ(parse_config(config_to_json(selective_ft), kLabel), selective_ft);
+  EXPECT_FALSE(algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"SelectiveUpdate": true}},
+      "algo_config": [{"name": "adaround", "selective_update": false}]})")).reconstruction->selective_update);
   // FastFinetune alone (no IncludeFastFT) runs nothing, as in Quark.
   EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
 }
@@ -337,7 +348,7 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
       {R"({"algo_config": [{"name": "adaround", "reg_param": -0.5}]})", "algo_config[0].reg_param must not be negative"},
       {R"({"algo_config": [{"name": "adaquant", "reg_param": 0.1}]})",
        "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target, drop_ratio, "
-       "update_bias)"},
+       "update_bias, selective_update)"},
       {R"({"algo_config": [{"name": "adaround", "update_bias": true}]})",
        "algo_config[0].update_bias is not a parameter of adaround"},
       {R"({"algo_config": [{"name": "adaround", "drop_ratio": 1.5}]})", "algo_config[0].drop_ratio must be in [0, 1]"},

@@ -217,6 +217,16 @@ TEST(QuarkConfigTest, AdaQuantTakesUpdateBiasAndAdaRoundWarnsAboutIt) {
   EXPECT_PRED2(contains, warnings.warnings()[0], "algo_config[0].update_bias is a parameter of Quark's adaround that mixprec does not use");
 }
 
+// selective_update (AdaRoundConfig's and AdaQuantConfig's) is read and written back.
+TEST(QuarkConfigTest, SelectiveUpdateIsReadAndWrittenBack) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(R"({"global_config": {}, "exclude": [],
+      "algo_config": [{"name": "adaround", "selective_update": true}]})");
+  EXPECT_EQ(config.algorithms, (std::vector<AlgorithmEntry>{{.name = "adaround", .selective_update = true}}));
+  EXPECT_TRUE(warnings.warnings().empty());
+  EXPECT_EQ(config_to_json(config, ConfigShape::kQuark)["algo_config"][0]["selective_update"], true);
+}
+
 TEST(QuarkConfigTest, EveryEnumSpellingAndSupportedDataType) {
   struct Case {
     std::string tensor;
