@@ -145,6 +145,8 @@ struct FastFinetuneOptions {
   std::optional<double> drop_ratio;       // DropRatio, in [0, 1]
   std::optional<bool> update_bias;        // UpdateBias (AdaQuant; AdaRound ignores it, as in Quark)
   std::optional<bool> selective_update;   // SelectiveUpdate
+  std::optional<std::vector<double>> beta_range;  // BetaRange (AdaRound): [start, end], both > 0
+  std::optional<double> warm_start;       // WarmStart (AdaRound), in [0, 1)
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
 
   bool operator==(const FastFinetuneOptions&) const = default;
@@ -228,6 +230,8 @@ struct AlgorithmEntry {
   std::optional<double> drop_ratio;        // adaround and adaquant, in [0, 1] (unset: ReconstructionSettings)
   std::optional<bool> update_bias;         // adaquant only
   std::optional<bool> selective_update;    // adaround and adaquant
+  std::optional<std::vector<double>> beta_range;  // adaround only: [start, end], both > 0
+  std::optional<double> warm_start;        // adaround only, in [0, 1)
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
   // scale_search only (unset: ScaleSearchSettings' defaults).
   std::optional<int64_t> max_shift;        // >= 1
@@ -337,7 +341,8 @@ struct ScaleSearchSettings {
 };
 // AdaRound / AdaQuant: `iterations` Adam steps per layer at `learning_rate` on the loss
 // ||W_q X^ - W X||^2 / columns of X (see ReconstructionTarget). AdaRound adds reg_param * sum(1 - |2h - 1|^beta) after the
-// first warm_start fraction of the steps, beta falling linearly from beta_start to beta_end.
+// first warm_start fraction of the steps, beta falling linearly from beta_start to beta_end
+// (Quark's warm_start and beta_range, whose defaults these are).
 struct ReconstructionSettings {
   ReconstructionMethod method = ReconstructionMethod::kAdaRound;
   ReconstructionTarget target = ReconstructionTarget::kFloatOutput;

@@ -1,6 +1,8 @@
 // algo_config and the algorithm extra options -> AlgorithmRecipe.
 #include <algorithm>
 #include <iterator>
+#include <optional>
+#include <vector>
 
 #include "config/algorithm_table.h"
 #include "mixprec/config.h"
@@ -12,11 +14,43 @@ namespace {
 constexpr const char* kCleParameters[] = {"cle_steps"};
 constexpr const char* kBiasCorrectionParameters[] = {"mode"};
 constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target", "drop_ratio",
-                                               "selective_update"};
+                                               "selective_update", "beta_range", "warm_start"};
 constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target", "drop_ratio", "update_bias",
                                                "selective_update"};
 constexpr const char* kSmoothQuantParameters[] = {"alpha"};
 constexpr const char* kScaleSearchParameters[] = {"max_shift", "sweeps", "num_samples", "finer"};
+
+// The reconstruction parameters a config gives, by the names FastFinetuneOptions and
+// AlgorithmEntry share.
+struct GivenReconstruction {
+  std::optional<int64_t> num_iterations;
+  std::optional<double> learning_rate;
+  std::optional<double> reg_param;
+  std::optional<double> drop_ratio;
+  std::optional<bool> update_bias;
+  std::optional<bool> selective_update;
+  std::optional<std::vector<double>> beta_range;
+  std::optional<double> warm_start;
+};
+GivenReconstruction given_by(const auto& from) {
+  return {from.num_iterations, from.learning_rate, from.reg_param,  from.drop_ratio,
+          from.update_bias,    from.selective_update, from.beta_range, from.warm_start};
+}
+// `given`'s values, each unset one from `fallback`.
+GivenReconstruction over(GivenReconstruction given, const GivenReconstruction& fallback) {
+  const auto fill = [](auto& value, const auto& other) {
+    if (!value) value = other;
+  };
+  fill(given.num_iterations, fallback.num_iterations);
+  fill(given.learning_rate, fallback.learning_rate);
+  fill(given.reg_param, fallback.reg_param);
+  fill(given.drop_ratio, fallback.drop_ratio);
+  fill(given.update_bias, fallback.update_bias);
+  fill(given.selective_update, fallback.selective_update);
+  fill(given.beta_range, fallback.beta_range);
+  fill(given.warm_start, fallback.warm_start);
+  return given;
+}
 
 // clang-format off
 constexpr AlgorithmRow kAlgorithms[] = {
@@ -124,25 +158,27 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
   if (extra.bias_correction) recipe.bias_correction = extra.bias_correction_mode;
   if (extra.include_sq) recipe.smooth_quant = SmoothQuantSettings{.alpha = extra.smooth_alpha};
   // Given values over the method's defaults (parse_config checked the two places agree).
-  const auto reconstruction = [&](ReconstructionMethod method, const std::optional<int64_t>& iterations,
-                                  const std::optional<double>& learning_rate, const std::optional<double>& reg_param,
-                                  const std::optional<double>& drop_ratio, const std::optional<bool>& update_bias,
-                                  const std::optional<bool>& selective_update) {
+  const auto reconstruction = [&](ReconstructionMethod method, const config::GivenReconstruction& given) {
     ReconstructionSettings settings = default_reconstruction(method);
-    settings.iterations = iterations.value_or(settings.iterations);
-    settings.learning_rate = learning_rate.value_or(settings.learning_rate);
-    settings.reg_param = reg_param.value_or(settings.reg_param);
-    settings.drop_ratio = drop_ratio.value_or(settings.drop_ratio);
-    // AdaRound learns only the rounding and ignores UpdateBias, as Quark does (parse_config warns).
-    if (method == ReconstructionMethod::kAdaQuant) settings.update_bias = update_bias.value_or(settings.update_bias);
-    settings.selective_update = selective_update.value_or(settings.selective_update);
+    settings.iterations = given.num_iterations.value_or(settings.iterations);
+    settings.learning_rate = given.learning_rate.value_or(settings.learning_rate);
+    settings.reg_param = given.reg_param.value_or(settings.reg_param);
+    settings.drop_ratio = given.drop_ratio.value_or(settings.drop_ratio);
+    // AdaRound learns only the rounding and ignores UpdateBias, as Quark does; AdaQuant has no
+    // rounding regulariser to schedule (parse_config warns about both).
+    if (method == ReconstructionMethod::kAdaQuant) settings.update_bias = given.update_bias.value_or(settings.update_bias);
+    if (method == ReconstructionMethod::kAdaRound) {
+      if (given.beta_range) {
+        settings.beta_start = (*given.beta_range)[0];
+        settings.beta_end = (*given.beta_range)[1];
+      }
+      settings.warm_start = given.warm_start.value_or(settings.warm_start);
+    }
+    settings.selective_update = given.selective_update.value_or(settings.selective_update);
     return settings;
   };
   const FastFinetuneOptions& ft = extra.fast_finetune;
-  if (extra.include_fast_ft) {
-    recipe.reconstruction = reconstruction(ft.optim_algorithm, ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio,
-                                           ft.update_bias, ft.selective_update);
-  }
+  if (extra.include_fast_ft) recipe.reconstruction = reconstruction(ft.optim_algorithm, config::given_by(ft));
   for (const AlgorithmEntry& entry : config.algorithms) {
     if (const AddedPass* pass = find_added_pass(entry.name); pass && !config::find_algorithm(entry.name)) {
       recipe.passes.push_back({.name = entry.name, .stage = pass->stage, .params = entry.params.dump()});
@@ -160,14 +196,9 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
     } else if (entry.name == "bias_correction") {
       recipe.bias_correction = entry.mode.value_or(extra.bias_correction_mode);
     } else if (const auto method = reconstruction_method_names().from_name(entry.name)) {
+      // The entry's values, else FastFinetune's when it names the same method.
       const bool same = extra.include_fast_ft && ft.optim_algorithm == *method;
-      recipe.reconstruction =
-          reconstruction(*method, entry.num_iterations ? entry.num_iterations : same ? ft.num_iterations : std::nullopt,
-                         entry.learning_rate ? entry.learning_rate : same ? ft.learning_rate : std::nullopt,
-                         entry.reg_param ? entry.reg_param : same ? ft.reg_param : std::nullopt,
-                         entry.drop_ratio ? entry.drop_ratio : same ? ft.drop_ratio : std::nullopt,
-                         entry.update_bias ? entry.update_bias : same ? ft.update_bias : std::nullopt,
-                         entry.selective_update ? entry.selective_update : same ? ft.selective_update : std::nullopt);
+      recipe.reconstruction = reconstruction(*method, same ? config::over(config::given_by(entry), config::given_by(ft)) : config::given_by(entry));
       if (entry.target) recipe.reconstruction->target = *entry.target;
     }
   }

@@ -125,7 +125,7 @@ struct Schema<ExcludeConfig> {
 template <>
 struct Schema<FastFinetuneOptions> {
   static constexpr Field<FastFinetuneOptions, ReconstructionMethod, std::optional<int64_t>, std::optional<double>,
-                         std::optional<bool>>
+                         std::optional<bool>, std::optional<std::vector<double>>>
       kFields[] = {
       {"OptimAlgorithm", &FastFinetuneOptions::optim_algorithm},
       {"NumIterations", &FastFinetuneOptions::num_iterations},
@@ -134,6 +134,8 @@ struct Schema<FastFinetuneOptions> {
       {"DropRatio", &FastFinetuneOptions::drop_ratio},
       {"UpdateBias", &FastFinetuneOptions::update_bias},
       {"SelectiveUpdate", &FastFinetuneOptions::selective_update},
+      {"BetaRange", &FastFinetuneOptions::beta_range},
+      {"WarmStart", &FastFinetuneOptions::warm_start},
   };
   static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
@@ -410,6 +412,10 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.update_bias.emplace());
     } else if (item.key() == "selective_update") {
       read_value(item.value(), at / item.key(), out.selective_update.emplace());
+    } else if (item.key() == "beta_range") {
+      read_value(item.value(), at / item.key(), out.beta_range.emplace());
+    } else if (item.key() == "warm_start") {
+      read_value(item.value(), at / item.key(), out.warm_start.emplace());
     } else if (item.key() == "alpha") {
       read_value(item.value(), at / item.key(), out.alpha.emplace());
     } else if (item.key() == "finer") {
@@ -429,16 +435,25 @@ struct ReconstructionKeys {
   const char* learning_rate;
   const char* reg_param;
   const char* drop_ratio;
+  const char* beta_range;
+  const char* warm_start;
 };
 // The ranges of the reconstruction parameters, wherever they are given.
 void check_reconstruction(const std::optional<int64_t>& iterations, const std::optional<double>& learning_rate,
-                          const std::optional<double>& reg_param, const std::optional<double>& drop_ratio, const Where& at,
-                          const ReconstructionKeys& keys) {
+                          const std::optional<double>& reg_param, const std::optional<double>& drop_ratio,
+                          const std::optional<std::vector<double>>& beta_range, const std::optional<double>& warm_start,
+                          const Where& at, const ReconstructionKeys& keys) {
   if (iterations && *iterations < 1) (at / keys.iterations).fail("must be at least 1 (Adam steps per layer)");
   if (learning_rate && !(*learning_rate > 0)) (at / keys.learning_rate).fail("must be greater than 0");
   if (reg_param && *reg_param < 0) (at / keys.reg_param).fail("must not be negative");
   if (drop_ratio && !(*drop_ratio >= 0 && *drop_ratio <= 1)) {
     (at / keys.drop_ratio).fail("must be in [0, 1] (the chance an input element is the quantized model's)");
+  }
+  if (beta_range && (beta_range->size() != 2 || !std::ranges::all_of(*beta_range, [](double b) { return b > 0 && std::isfinite(b); }))) {
+    (at / keys.beta_range).fail("must be two numbers above 0, [start, end] (AdaRound's beta falls from start to end)");
+  }
+  if (warm_start && !(*warm_start >= 0 && *warm_start < 1)) {
+    (at / keys.warm_start).fail("must be in [0, 1) (the share of the steps before the rounding regulariser starts)");
   }
 }
 
@@ -453,6 +468,8 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.drop_ratio) json["drop_ratio"] = *value.drop_ratio;
   if (value.update_bias) json["update_bias"] = *value.update_bias;
   if (value.selective_update) json["selective_update"] = *value.selective_update;
+  if (value.beta_range) json["beta_range"] = to_json_value(*value.beta_range);
+  if (value.warm_start) json["warm_start"] = *value.warm_start;
   if (value.alpha) json["alpha"] = *value.alpha;
   if (value.max_shift) json["max_shift"] = *value.max_shift;
   if (value.sweeps) json["sweeps"] = *value.sweeps;
@@ -630,11 +647,20 @@ void check_config(const QuantConfig& config, const std::string& label) {
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
   check_smooth_alpha(config.extra.smooth_alpha, Where(label, "extra_options.SmoothAlpha"));
   const FastFinetuneOptions& ft = config.extra.fast_finetune;
-  check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio,
-                       Where(label, "extra_options.FastFinetune"), {"NumIterations", "LearningRate", "RegParam", "DropRatio"});
+  check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio, ft.beta_range, ft.warm_start,
+                       Where(label, "extra_options.FastFinetune"),
+                       {"NumIterations", "LearningRate", "RegParam", "DropRatio", "BetaRange", "WarmStart"});
   if (ft.update_bias.value_or(false) && ft.optim_algorithm == ReconstructionMethod::kAdaRound) {
     Where(label, "extra_options.FastFinetune.UpdateBias")
         .warn("is ignored: AdaRound learns only the weights' rounding (as in Quark); AdaQuant takes it");
+  }
+  if (ft.optim_algorithm == ReconstructionMethod::kAdaQuant) {
+    for (const auto& [key, given] : {std::pair{"BetaRange", ft.beta_range.has_value()}, {"WarmStart", ft.warm_start.has_value()}}) {
+      if (given) {
+        (Where(label, "extra_options.FastFinetune") / key)
+            .warn("is ignored: it schedules AdaRound's rounding regulariser, which AdaQuant does not have");
+      }
+    }
   }
   const auto reconstruction_entries = std::count_if(config.algorithms.begin(), config.algorithms.end(), [](const AlgorithmEntry& e) {
     return reconstruction_method_names().from_name(e.name).has_value();
@@ -659,8 +685,9 @@ void check_config(const QuantConfig& config, const std::string& label) {
     }
     const auto method = reconstruction_method_names().from_name(entry.name);
     if (!method) continue;
-    check_reconstruction(entry.num_iterations, entry.learning_rate, entry.reg_param, entry.drop_ratio, at,
-                         {"num_iterations", "learning_rate", "reg_param", "drop_ratio"});
+    check_reconstruction(entry.num_iterations, entry.learning_rate, entry.reg_param, entry.drop_ratio, entry.beta_range,
+                         entry.warm_start, at,
+                         {"num_iterations", "learning_rate", "reg_param", "drop_ratio", "beta_range", "warm_start"});
     const bool same = config.extra.include_fast_ft && ft.optim_algorithm == *method;
     const double drop_ratio = entry.drop_ratio.value_or(same ? ft.drop_ratio.value_or(1.0) : 1.0);
     if (entry.target == ReconstructionTarget::kQuantizedInput && drop_ratio < 1) {

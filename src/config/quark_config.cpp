@@ -392,6 +392,13 @@ constexpr AlgorithmParam kAlgorithmParams[] = {
     {"update_bias", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.update_bias = read_bool(json, at); }},
     {"selective_update",
      [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.selective_update = read_bool(json, at); }},
+    {"beta_range",
+     [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) {
+       if (!json.is_array()) at.fail("must be a list [start, end]");
+       std::vector<double>& range = entry.beta_range.emplace();
+       for (size_t i = 0; i < json.size(); ++i) range.push_back(read_number(json[i], at[i]));
+     }},
+    {"warm_start", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.warm_start = read_number(json, at); }},
     {"alpha", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.alpha = read_number(json, at); }},
 };
 
@@ -597,6 +604,8 @@ Json algorithm_to_json(const AlgorithmEntry& entry, const Where& at) {
   if (entry.drop_ratio) json["drop_ratio"] = *entry.drop_ratio;
   if (entry.update_bias) json["update_bias"] = *entry.update_bias;
   if (entry.selective_update) json["selective_update"] = *entry.selective_update;
+  if (entry.beta_range) json["beta_range"] = *entry.beta_range;
+  if (entry.warm_start) json["warm_start"] = *entry.warm_start;
   if (entry.alpha) json["alpha"] = *entry.alpha;
   for (const auto& item : entry.params.items()) json[item.key()] = item.value();
   return json;

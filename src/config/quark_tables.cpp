@@ -82,25 +82,26 @@ constexpr MethodRow kMethodMap[] = {
 constexpr const char* kCleUsed[] = {"cle_steps", "cle_scale_append_bias"};
 constexpr const char* kCleUnused[] = {"cle_balance_method", "cle_weight_threshold", "cle_scale_use_threshold",
                                       "cle_total_layer_diff_threshold"};
-constexpr const char* kAdaRoundUsed[] = {"num_iterations", "learning_rate", "reg_param", "drop_ratio", "selective_update"};
+constexpr const char* kAdaRoundUsed[] = {"num_iterations", "learning_rate", "reg_param", "drop_ratio", "selective_update",
+                                         "beta_range", "warm_start"};
 constexpr const char* kAdaQuantUsed[] = {"num_iterations", "learning_rate", "drop_ratio", "update_bias", "selective_update"};
 constexpr const char* kSmoothQuantUsed[] = {"alpha"};
 // AdaRoundConfig's and AdaQuantConfig's other parameters (the same for both), plus: AdaRound's
-// update_bias (Quark's AdaRound ignores it too) and AdaQuant's reg_param (mixprec's AdaQuant has
-// no use for it).
-constexpr std::array<const char*, 23> kReconstructionUnused = {
+// update_bias (Quark's AdaRound ignores it too) and AdaQuant's reg_param, beta_range and
+// warm_start (the rounding regulariser's, which AdaQuant does not have).
+constexpr std::array<const char*, 21> kReconstructionUnused = {
     "optim_device", "infer_device", "fixed_seed", "data_size", "batch_size", "num_batches", "early_stop",
     "output_index", "lr_adjust", "target_op_type", "output_qdq",
-    "mem_opt_level", "cache_dir", "log_period", "ref_model_path", "dynamic_batch", "parallel", "beta_range",
-    "warm_start", "select_max_mem_layer", "num_workers", "pin_memory", "use_gds"};
-constexpr auto with_unused(const char* extra) {
-  std::array<const char*, kReconstructionUnused.size() + 1> names{};
-  std::ranges::copy(kReconstructionUnused, names.begin());
-  names.back() = extra;
+    "mem_opt_level", "cache_dir", "log_period", "ref_model_path", "dynamic_batch", "parallel",
+    "select_max_mem_layer", "num_workers", "pin_memory", "use_gds"};
+template <size_t N>
+constexpr auto with_unused(const std::array<const char*, N>& extra) {
+  std::array<const char*, kReconstructionUnused.size() + N> names{};
+  std::ranges::copy(extra, std::ranges::copy(kReconstructionUnused, names.begin()).out);
   return names;
 }
-constexpr auto kAdaRoundUnused = with_unused("update_bias");
-constexpr auto kAdaQuantUnused = with_unused("reg_param");
+constexpr auto kAdaRoundUnused = with_unused(std::array{"update_bias"});
+constexpr auto kAdaQuantUnused = with_unused(std::array{"reg_param", "beta_range", "warm_start"});
 
 constexpr AlgorithmRow kAlgorithms[] = {
   {"cle",               "cle",             true,  kCleUsed,         kCleUnused},

@@ -306,6 +306,31 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
   EXPECT_EQ(parse_config(config_to_json(selective_ft), kLabel), selective_ft);
   EXPECT_FALSE(algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"SelectiveUpdate": true}},
       "algo_config": [{"name": "adaround", "selective_update": false}]})")).reconstruction->selective_update);
+  // Quark's beta_range and warm_start: AdaRound's regulariser schedule (defaults 20 -> 2 after
+  // 0.2 of the steps, Quark's too); AdaQuant has none and ignores them with a warning.
+  const ReconstructionSettings rounding_defaults = default_reconstruction(ReconstructionMethod::kAdaRound);
+  EXPECT_EQ(rounding_defaults.beta_start, 20.0);
+  EXPECT_EQ(rounding_defaults.beta_end, 2.0);
+  EXPECT_EQ(rounding_defaults.warm_start, 0.2);
+  const QuantConfig scheduled = parse(R"({"algo_config": [{"name": "adaround", "beta_range": [10, 1], "warm_start": 0.3}]})");
+  const ReconstructionSettings schedule = *algorithm_recipe(scheduled).reconstruction;
+  EXPECT_EQ(schedule.beta_start, 10.0);
+  EXPECT_EQ(schedule.beta_end, 1.0);
+  EXPECT_EQ(schedule.warm_start, 0.3);
+  EXPECT_EQ(parse_config(config_to_json(scheduled), kLabel), scheduled);
+  const QuantConfig scheduled_ft = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+      "BetaRange": [16, 4], "WarmStart": 0.1}}})");
+  EXPECT_EQ(algorithm_recipe(scheduled_ft).reconstruction->beta_start, 16.0);
+  EXPECT_EQ(algorithm_recipe(scheduled_ft).reconstruction->warm_start, 0.1);
+  EXPECT_EQ(parse_config(config_to_json(scheduled_ft), kLabel), scheduled_ft);
+  {
+    const WarningCollector ignored;
+    const ReconstructionSettings quant = *algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+        "OptimAlgorithm": "adaquant", "WarmStart": 0.5}}})")).reconstruction;
+    EXPECT_EQ(quant.warm_start, default_reconstruction(ReconstructionMethod::kAdaQuant).warm_start);
+    ASSERT_EQ(ignored.warnings().size(), 1u);
+    EXPECT_PRED2(contains, ignored.warnings()[0], "extra_options.FastFinetune.WarmStart is ignored: it schedules AdaRound's");
+  }
   // FastFinetune alone (no IncludeFastFT) runs nothing, as in Quark.
   EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
 }
@@ -352,6 +377,14 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
       {R"({"algo_config": [{"name": "adaround", "update_bias": true}]})",
        "algo_config[0].update_bias is not a parameter of adaround"},
       {R"({"algo_config": [{"name": "adaround", "drop_ratio": 1.5}]})", "algo_config[0].drop_ratio must be in [0, 1]"},
+      {R"({"algo_config": [{"name": "adaround", "beta_range": [20]}]})",
+       "algo_config[0].beta_range must be two numbers above 0, [start, end]"},
+      {R"({"algo_config": [{"name": "adaround", "beta_range": [0, 2]}]})", "algo_config[0].beta_range must be two numbers above 0"},
+      {R"({"algo_config": [{"name": "adaround", "warm_start": 1}]})", "algo_config[0].warm_start must be in [0, 1)"},
+      {R"({"extra_options": {"FastFinetune": {"BetaRange": [2, -1]}}})",
+       "extra_options.FastFinetune.BetaRange must be two numbers above 0"},
+      {R"({"algo_config": [{"name": "adaquant", "beta_range": [20, 2]}]})",
+       "algo_config[0].beta_range is not a parameter of adaquant"},
       {R"({"extra_options": {"FastFinetune": {"DropRatio": -0.1}}})", "extra_options.FastFinetune.DropRatio must be in [0, 1]"},
       {R"({"algo_config": [{"name": "adaround", "drop_ratio": 0.5, "target": "quantized_input"}]})",
        "algo_config[0].target is quantized_input, which runs no float model, but drop_ratio 0.50 mixes in the float model's input"},

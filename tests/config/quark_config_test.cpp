@@ -227,6 +227,23 @@ TEST(QuarkConfigTest, SelectiveUpdateIsReadAndWrittenBack) {
   EXPECT_EQ(config_to_json(config, ConfigShape::kQuark)["algo_config"][0]["selective_update"], true);
 }
 
+// AdaRoundConfig's beta_range and warm_start are read and written back; AdaQuantConfig's are
+// warned about (AdaQuant has no rounding regulariser).
+TEST(QuarkConfigTest, AdaRoundTakesBetaRangeAndWarmStart) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(R"({"global_config": {}, "exclude": [],
+      "algo_config": [{"name": "adaround", "beta_range": [16, 2], "warm_start": 0.25}]})");
+  EXPECT_EQ(config.algorithms,
+            (std::vector<AlgorithmEntry>{{.name = "adaround", .beta_range = std::vector<double>{16, 2}, .warm_start = 0.25}}));
+  EXPECT_TRUE(warnings.warnings().empty());
+  const Json back = config_to_json(config, ConfigShape::kQuark);
+  EXPECT_EQ(back["algo_config"][0]["beta_range"], Json::array({16.0, 2.0}));
+  EXPECT_EQ(back["algo_config"][0]["warm_start"], 0.25);
+  parse(R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "adaquant", "warm_start": 0.2}]})");
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0], "algo_config[0].warm_start is a parameter of Quark's adaquant that mixprec does not use");
+}
+
 TEST(QuarkConfigTest, EveryEnumSpellingAndSupportedDataType) {
   struct Case {
     std::string tensor;
