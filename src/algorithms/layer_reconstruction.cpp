@@ -877,7 +877,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         onnx::TensorProto& proto = *find_initializer(prepared, node.input(1));
         const auto count = static_cast<std::ptrdiff_t>(element_count(proto));
         const std::vector<float>& kept = stored[m]->weights;
-        const std::vector<float> old_weight = yardstick ? tensor_from_proto(proto, label).to_floats() : std::vector<float>{};
+        const std::vector<float> old_weight =
+            yardstick ? tensor_from_proto(proto, label).to_floats() : std::vector<float>{};
         std::vector<float> old_bias;
         replace_values(proto, {kept.begin(), kept.begin() + count});
         if (!c.bias.empty()) {

@@ -198,7 +198,8 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
     } else if (const auto method = reconstruction_method_names().from_name(entry.name)) {
       // The entry's values, else FastFinetune's when it names the same method.
       const bool same = extra.include_fast_ft && ft.optim_algorithm == *method;
-      recipe.reconstruction = reconstruction(*method, same ? config::over(config::given_by(entry), config::given_by(ft)) : config::given_by(entry));
+      const config::GivenReconstruction given = config::given_by(entry);
+      recipe.reconstruction = reconstruction(*method, same ? config::over(given, config::given_by(ft)) : given);
       if (entry.target) recipe.reconstruction->target = *entry.target;
     }
   }

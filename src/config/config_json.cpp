@@ -449,7 +449,8 @@ void check_reconstruction(const std::optional<int64_t>& iterations, const std::o
   if (drop_ratio && !(*drop_ratio >= 0 && *drop_ratio <= 1)) {
     (at / keys.drop_ratio).fail("must be in [0, 1] (the chance an input element is the quantized model's)");
   }
-  if (beta_range && (beta_range->size() != 2 || !std::ranges::all_of(*beta_range, [](double b) { return b > 0 && std::isfinite(b); }))) {
+  const auto positive = [](double b) { return b > 0 && std::isfinite(b); };
+  if (beta_range && (beta_range->size() != 2 || !std::ranges::all_of(*beta_range, positive))) {
     (at / keys.beta_range).fail("must be two numbers above 0, [start, end] (AdaRound's beta falls from start to end)");
   }
   if (warm_start && !(*warm_start >= 0 && *warm_start < 1)) {
@@ -655,7 +656,9 @@ void check_config(const QuantConfig& config, const std::string& label) {
         .warn("is ignored: AdaRound learns only the weights' rounding (as in Quark); AdaQuant takes it");
   }
   if (ft.optim_algorithm == ReconstructionMethod::kAdaQuant) {
-    for (const auto& [key, given] : {std::pair{"BetaRange", ft.beta_range.has_value()}, {"WarmStart", ft.warm_start.has_value()}}) {
+    const std::pair<const char*, bool> schedule[] = {{"BetaRange", ft.beta_range.has_value()},
+                                                     {"WarmStart", ft.warm_start.has_value()}};
+    for (const auto& [key, given] : schedule) {
       if (given) {
         (Where(label, "extra_options.FastFinetune") / key)
             .warn("is ignored: it schedules AdaRound's rounding regulariser, which AdaQuant does not have");
