@@ -194,9 +194,7 @@ std::vector<float> add_to_bias(onnx::ModelProto& model, const std::string& name,
   const size_t channels = shift.size();
   onnx::TensorProto* proto = nullptr;
   if (node->input_size() >= 3 && !node->input(2).empty()) {
-    for (auto& init : *graph.mutable_initializer()) {
-      if (init.name() == node->input(2)) proto = &init;
-    }
+    proto = algorithms::find_initializer(model, node->input(2));
     if (!proto) return {};
   }
   const std::vector<float> own = proto ? tensor_from_proto(*proto, label).to_floats() : std::vector<float>(channels, 0.0f);
@@ -214,8 +212,7 @@ std::vector<float> add_to_bias(onnx::ModelProto& model, const std::string& name,
     bias[c] += added[c];  // as a stored shift is added back, so a reused shift gives the same bias
   }
   if (proto) {
-    const std::vector<int64_t> dims(proto->dims().begin(), proto->dims().end());
-    *proto = tensor_to_proto(Tensor::from_floats(dims, bias), proto->name());
+    algorithms::replace_values(*proto, bias);
   } else {
     const std::string bias_name = ir::NameAllocator(model).fresh(name + "_corrected_bias");
     *graph.add_initializer() = tensor_to_proto(Tensor::from_floats({static_cast<int64_t>(channels)}, bias), bias_name);

@@ -177,8 +177,10 @@ Matrix optimize_group(const GroupProblem& g, const RoundingModel& model, const R
 
 namespace {
 
+using algorithms::find_initializer;
 using algorithms::GroupProblem;
 using algorithms::Matrix;
+using algorithms::replace_values;
 
 constexpr const char* kReconstructedOps[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
 constexpr size_t kMaxColumns = size_t{1} << 17;
@@ -581,13 +583,6 @@ std::vector<GroupProblem> build_problems(const LayerShape& shape, const std::vec
   return problems;
 }
 
-onnx::TensorProto* find_initializer(onnx::ModelProto& model, const std::string& name) {
-  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
-    if (init.name() == name) return &init;
-  }
-  return nullptr;
-}
-
 // Eigen's products on the calling thread while alive.
 class SingleThreadedProducts {
  public:
@@ -612,13 +607,6 @@ int64_t element_count(const onnx::TensorProto& proto) {
   int64_t count = 1;
   for (int64_t d : proto.dims()) count *= d;
   return count;
-}
-
-// Sets a float initializer's values, keeping its name and dims.
-void replace_values(onnx::TensorProto& proto, const std::vector<float>& values) {
-  const std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
-  const std::string name = proto.name();
-  proto = tensor_to_proto(Tensor::from_floats(dims, values), name);
 }
 
 // update_bias: the layer's own bias initializer, float, one value per output (Conv/ConvTranspose
@@ -947,8 +935,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         summary.notes.push_back(name + ": " + c.site.node + " keeps its weights (the rewrite would not find the learned codes "
                                 "on the grid of the written weights)");
       } else {
-        const std::string weight_name = proto.name();
-        proto = tensor_to_proto(candidate, weight_name);
+        replace_values(proto, written);
         ++summary.layers;
         std::vector<float> kept = written;
         std::vector<float> old_bias;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/digest.h"
+#include "mixprec/tensor_proto.h"
 
 namespace mixprec::algorithms {
 namespace {
@@ -134,6 +135,19 @@ std::map<std::string, uint64_t> tensor_digests(const onnx::ModelProto& model, co
     }
   }
   return digests;
+}
+
+onnx::TensorProto* find_initializer(onnx::ModelProto& model, const std::string& name) {
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+    if (init.name() == name) return &init;
+  }
+  return nullptr;
+}
+
+void replace_values(onnx::TensorProto& proto, const std::vector<float>& values) {
+  const std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  const std::string name = proto.name();
+  proto = tensor_to_proto(Tensor::from_floats(dims, values), name);
 }
 
 }  // namespace mixprec::algorithms

@@ -57,4 +57,11 @@ bool private_float(const ir::GraphView& view, const std::string& name);
 // outputs. A model with subgraphs is kept whole (implicit inputs are not traced here).
 onnx::ModelProto upstream_of(onnx::ModelProto model, const std::vector<std::string>& outputs, const std::string& label);
 
+// The main graph's initializer `name`, or nullptr.
+onnx::TensorProto* find_initializer(onnx::ModelProto& model, const std::string& name);
+
+// Sets a float initializer's values, keeping its name and dims (an algorithm writing back a
+// weight or bias it changed).
+void replace_values(onnx::TensorProto& proto, const std::vector<float>& values);
+
 }  // namespace mixprec::algorithms
