@@ -156,6 +156,7 @@ struct LayerReconstruction {
   // before them.
   double output_loss = 0;
   bool rejected = false;
+  double learning_rate = 0;    // the rate it learned at (lr_adjust's when its loss_nearest per output is above the threshold)
 };
 
 struct ReconstructionSummary {
@@ -168,6 +169,8 @@ struct ReconstructionSummary {
   size_t rejected = 0;         // selective_update: layers written back and then given their weights back
   double output_loss_before = 0;  // selective_update: the quantized model's output error before any update
   double output_loss_after = 0;   // and after the updates kept
+  std::optional<ReconstructionSettings::LearningRateAdjust> lr_adjust;  // ReconstructionSettings::lr_adjust
+  size_t lr_adjusted = 0;         // lr_adjust: layers above its threshold, learned at its rate
   size_t layers = 0;           // layers whose learned weights were written back
   size_t reused = 0;           // of those, taken from the store (learned by an earlier run)
   size_t levels = 0;           // rewrite rounds
@@ -228,10 +231,9 @@ ScaleSearchSummary search_activation_scales(const onnx::ModelProto& quantized, c
                                             const SampleSource& source, const ScaleSearchSettings& settings,
                                             const ScaleSearchOptions& options, const std::string& label);
 
-// The op types (default domain) each algorithm works on, for what counts them (the plan's
-// costs and recovery ladder): bias correction's Conv/ConvTranspose/Gemm and AdaRound/AdaQuant's
-// Conv/ConvTranspose/Gemm/MatMul.
+// The op types (default domain) bias correction works on (Conv/ConvTranspose/Gemm), for what
+// counts them (the plan's costs and recovery ladder); AdaRound/AdaQuant's are
+// reconstructed_op_types() (config.h).
 std::span<const char* const> bias_corrected_op_types();
-std::span<const char* const> reconstructed_op_types();
 
 }  // namespace mixprec

@@ -147,6 +147,8 @@ struct FastFinetuneOptions {
   std::optional<bool> selective_update;   // SelectiveUpdate
   std::optional<std::vector<double>> beta_range;  // BetaRange (AdaRound): [start, end], both > 0
   std::optional<double> warm_start;       // WarmStart (AdaRound), in [0, 1)
+  std::optional<std::vector<double>> lr_adjust;  // LRAdjust: [threshold >= 0, learning rate > 0]
+  std::optional<std::vector<std::string>> target_op_type;  // TargetOpType: the op types learned
   nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
 
   bool operator==(const FastFinetuneOptions&) const = default;
@@ -232,6 +234,8 @@ struct AlgorithmEntry {
   std::optional<bool> selective_update;    // adaround and adaquant
   std::optional<std::vector<double>> beta_range;  // adaround only: [start, end], both > 0
   std::optional<double> warm_start;        // adaround only, in [0, 1)
+  std::optional<std::vector<double>> lr_adjust;  // adaround and adaquant: [threshold >= 0, learning rate > 0]
+  std::optional<std::vector<std::string>> target_op_type;  // adaround and adaquant: the op types learned
   std::optional<double> alpha;             // smoothquant only, in [0, 1] (unset: extra_options.SmoothAlpha)
   // scale_search only (unset: ScaleSearchSettings' defaults).
   std::optional<int64_t> max_shift;        // >= 1
@@ -367,12 +371,28 @@ struct ReconstructionSettings {
   // before them; otherwise the layer keeps the weights it had. One pass of the quantized model
   // over the samples per layer, plus one at the start; the float outputs are taken once.
   bool selective_update = false;
+  // Quark's lr_adjust (threshold, rate): a layer whose loss before learning, per output element
+  // (its loss with the rewrite's own codes over its output rows: the mean squared error of its
+  // output before any activation), is above `threshold` learns at `learning_rate` instead of the
+  // settings' rate. Unset (the default, as in Quark): every layer at the settings' rate.
+  struct LearningRateAdjust {
+    double threshold = 0;
+    double learning_rate = 0;
+    bool operator==(const LearningRateAdjust&) const = default;
+  };
+  std::optional<LearningRateAdjust> lr_adjust;
+  // Quark's target_op_type: the op types whose layers are learned (empty: all of
+  // reconstructed_op_types()); an op type outside those matches no layer.
+  std::vector<std::string> op_types;
 
   bool operator==(const ReconstructionSettings&) const = default;
 };
 // The defaults of a method (Quark's: AdaRound 1000 steps at 0.1; AdaQuant 3000 at 1e-5, the
 // step count issue 12 asks for, where Quark's preset says 1000).
 ReconstructionSettings default_reconstruction(ReconstructionMethod method);
+// The op types (default domain) whose weights AdaRound and AdaQuant learn: Conv, ConvTranspose,
+// Gemm, MatMul.
+std::span<const char* const> reconstructed_op_types();
 
 // One added pass as a config asks for it.
 struct PassCall {

@@ -55,12 +55,14 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <iomanip>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <set>
 #include <span>
+#include <sstream>
 
 #include "algorithms/layer_sites.h"
 #include "algorithms/output_error.h"
@@ -72,6 +74,7 @@
 #include "ir/op_traits.h"
 #include "mixprec/algorithms.h"
 #include "mixprec/error.h"
+#include "mixprec/log.h"
 #include "mixprec/tensor_proto.h"
 
 namespace mixprec {
@@ -182,7 +185,6 @@ using algorithms::GroupProblem;
 using algorithms::Matrix;
 using algorithms::replace_values;
 
-constexpr const char* kReconstructedOps[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
 constexpr size_t kMaxColumns = size_t{1} << 17;
 constexpr size_t kMinColumnsPerSample = 256;
 constexpr uint64_t kSubsetSeed = 0x5eed'ada0'0000'0012ull;
@@ -660,7 +662,28 @@ std::string layer_key(const onnx::NodeProto& layer, const onnx::TensorProto& flo
     key.add(bias.SerializeAsString());
   }
   if (!float_digests.empty()) key.add(std::to_string(float_digests.at(float_input)));
+  if (settings.lr_adjust) {  // unset adds nothing: keys learned before lr_adjust existed stay valid
+    key.add("lr_adjust " + std::to_string(settings.lr_adjust->threshold) + " " + std::to_string(settings.lr_adjust->learning_rate));
+  }
   return key.hex();
+}
+
+// lr_adjust: whether a layer learns at lr_adjust's rate, from its loss before learning (with the
+// rewrite's codes) per output row: the mean squared error of one output element.
+bool above_lr_threshold(const ReconstructionSettings& settings, double loss_nearest, const LayerShape& shape) {
+  return settings.lr_adjust && shape.outputs > 0 &&
+         loss_nearest / static_cast<double>(shape.outputs) > settings.lr_adjust->threshold;
+}
+
+// One layer's line at -v: what lr_adjust's threshold is compared with, and what came of it.
+void log_layer(const std::string& method, const LayerReconstruction& record, const LayerShape& shape) {
+  const double outputs = static_cast<double>(std::max<int64_t>(1, shape.outputs));
+  std::ostringstream line;
+  line << std::setprecision(3) << method << " " << record.node << ": output MSE " << record.loss_nearest / outputs << " -> "
+       << record.loss_learned / outputs << " (nearest -> learned codes), " << record.changed << " codes changed, learning rate "
+       << record.learning_rate << (record.reused ? ", from the store" : "")
+       << (record.rejected ? ", given its weights back (selective_update)" : "") << ", " << std::fixed << record.seconds << " s";
+  log_info(line.str());
 }
 
 }  // namespace
@@ -675,6 +698,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   summary.drop_ratio = settings.drop_ratio;
   summary.update_bias = settings.update_bias;
   summary.selective_update = settings.selective_update;
+  summary.lr_adjust = settings.lr_adjust;
   std::vector<std::string> fixed_biases;  // update_bias: layers whose bias stays as it is
   const std::string name = reconstruction_method_names().name(settings.method);
   std::vector<size_t> indices = options.samples;
@@ -688,7 +712,10 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   }
   std::map<std::string, Candidate> candidates;
   const algorithms::SiteRule rule{
-      .op_types = kReconstructedOps, .integer_weight = true, .accept = [&](const ir::GraphView& view, const onnx::NodeProto& node) {
+      .op_types = reconstructed_op_types(), .integer_weight = true, .accept = [&](const ir::GraphView& view, const onnx::NodeProto& node) {
+        if (!settings.op_types.empty() && std::ranges::find(settings.op_types, node.op_type()) == settings.op_types.end()) {
+          return false;  // target_op_type leaves it out
+        }
         const auto a = assigned.find(node.name());
         if (a == assigned.end() || a->second->excluded || !a->second->config.weight ||
             !format_traits(a->second->config.weight->format).is_qdq || view.initializer(node.input(0))) {
@@ -722,7 +749,10 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   onnx::ModelProto quantized = rewrite(prepared);
   const std::vector<algorithms::LayerSite> sites = algorithms::layer_sites(prepared, quantized, rule, label);
   if (sites.empty()) {
-    summary.notes.push_back(name + ": no " + text::join_each(kReconstructedOps, std::identity{}, "/") +
+    const std::span<const char* const> all = reconstructed_op_types();
+    const std::vector<std::string> op_types = settings.op_types.empty() ? std::vector<std::string>(all.begin(), all.end())
+                                                                        : settings.op_types;
+    summary.notes.push_back(name + ": no " + text::join(op_types, "/") +
                             " with a float weight the config stores as integer codes: nothing learned");
     summary.seconds = seconds_since(start);
     return summary;
@@ -880,8 +910,12 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
                                    .loss_learned = stored[m]->loss_learned,
                                    .changed = stored[m]->changed,
                                    .reused = true};
+        const bool adjusted = above_lr_threshold(settings, record.loss_nearest, c.shape);
+        record.learning_rate = adjusted ? settings.lr_adjust->learning_rate : settings.learning_rate;
+        summary.lr_adjusted += adjusted ? 1 : 0;
         judge(c, old_weight, old_bias, record);
         record.seconds = seconds_since(layer_start);
+        log_layer(name, record, c.shape);
         summary.per_layer.push_back(record);
         ++summary.layers;
         ++summary.reused;
@@ -908,15 +942,21 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       const std::vector<float> values = weight.to_floats();
       const std::vector<GroupProblem> problems =
           build_problems(c.shape, values, grid, spec.format, sums[m], settings.drop_ratio, !c.bias.empty());
+      LayerReconstruction record{.node = c.site.node, .columns = sums[m].columns};
+      for (const GroupProblem& p : problems) record.loss_nearest += algorithms::reconstruction_loss(p, p.nearest);
+      ReconstructionSettings layer_settings = settings;
+      if (above_lr_threshold(settings, record.loss_nearest, c.shape)) {
+        layer_settings.learning_rate = settings.lr_adjust->learning_rate;
+        ++summary.lr_adjusted;
+      }
+      record.learning_rate = layer_settings.learning_rate;
       std::vector<Matrix> learned(problems.size());
 #pragma omp parallel for schedule(dynamic) if (problems.size() > 1)
-      for (size_t g = 0; g < problems.size(); ++g) learned[g] = algorithms::optimize_group(problems[g], *model, settings);
-      LayerReconstruction record{.node = c.site.node, .columns = sums[m].columns};
+      for (size_t g = 0; g < problems.size(); ++g) learned[g] = algorithms::optimize_group(problems[g], *model, layer_settings);
       std::vector<float> written = values;
       std::vector<float> codes(values.size());
       for (size_t g = 0; g < problems.size(); ++g) {
         const GroupProblem& p = problems[g];
-        record.loss_nearest += algorithms::reconstruction_loss(p, p.nearest);
         record.loss_learned += algorithms::reconstruction_loss(p, learned[g]);
         record.changed += static_cast<size_t>((learned[g].array() != p.nearest.array()).count());
         record.weights += static_cast<size_t>((p.fixed.array() == 0.0f).count());
@@ -962,6 +1002,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         judge(c, values, old_bias, record);
       }
       record.seconds = seconds_since(layer_start) + pass_seconds;
+      log_layer(name, record, c.shape);
       summary.per_layer.push_back(record);
       if (options.progress) options.progress(done, sites.size());
     }
@@ -978,6 +1019,5 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
   return summary;
 }
 
-std::span<const char* const> reconstructed_op_types() { return kReconstructedOps; }
 
 }  // namespace mixprec

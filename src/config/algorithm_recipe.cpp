@@ -14,9 +14,9 @@ namespace {
 constexpr const char* kCleParameters[] = {"cle_steps"};
 constexpr const char* kBiasCorrectionParameters[] = {"mode"};
 constexpr const char* kAdaRoundParameters[] = {"num_iterations", "learning_rate", "reg_param", "target", "drop_ratio",
-                                               "selective_update", "beta_range", "warm_start"};
+                                               "selective_update", "beta_range", "warm_start", "lr_adjust", "target_op_type"};
 constexpr const char* kAdaQuantParameters[] = {"num_iterations", "learning_rate", "target", "drop_ratio", "update_bias",
-                                               "selective_update"};
+                                               "selective_update", "lr_adjust", "target_op_type"};
 constexpr const char* kSmoothQuantParameters[] = {"alpha"};
 constexpr const char* kScaleSearchParameters[] = {"max_shift", "sweeps", "num_samples", "finer"};
 
@@ -31,10 +31,12 @@ struct GivenReconstruction {
   std::optional<bool> selective_update;
   std::optional<std::vector<double>> beta_range;
   std::optional<double> warm_start;
+  std::optional<std::vector<double>> lr_adjust;
+  std::optional<std::vector<std::string>> target_op_type;
 };
 GivenReconstruction given_by(const auto& from) {
-  return {from.num_iterations, from.learning_rate, from.reg_param,  from.drop_ratio,
-          from.update_bias,    from.selective_update, from.beta_range, from.warm_start};
+  return {from.num_iterations,   from.learning_rate, from.reg_param,  from.drop_ratio, from.update_bias,
+          from.selective_update, from.beta_range,    from.warm_start, from.lr_adjust,  from.target_op_type};
 }
 // `given`'s values, each unset one from `fallback`.
 GivenReconstruction over(GivenReconstruction given, const GivenReconstruction& fallback) {
@@ -49,6 +51,8 @@ GivenReconstruction over(GivenReconstruction given, const GivenReconstruction& f
   fill(given.selective_update, fallback.selective_update);
   fill(given.beta_range, fallback.beta_range);
   fill(given.warm_start, fallback.warm_start);
+  fill(given.lr_adjust, fallback.lr_adjust);
+  fill(given.target_op_type, fallback.target_op_type);
   return given;
 }
 
@@ -96,6 +100,11 @@ const EnumNames<ReconstructionTarget>& reconstruction_target_names() {
                                                              {ReconstructionTarget::kFloatOutput, "float_output"}};
   static constexpr EnumNames<ReconstructionTarget> kNames{kRows};
   return kNames;
+}
+
+std::span<const char* const> reconstructed_op_types() {
+  static constexpr const char* kOpTypes[] = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
+  return kOpTypes;
 }
 
 ReconstructionSettings default_reconstruction(ReconstructionMethod method) {
@@ -175,6 +184,13 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
       settings.warm_start = given.warm_start.value_or(settings.warm_start);
     }
     settings.selective_update = given.selective_update.value_or(settings.selective_update);
+    if (given.lr_adjust && given.lr_adjust->size() == 2) {  // [] is Quark's default: none
+      settings.lr_adjust =
+          ReconstructionSettings::LearningRateAdjust{.threshold = (*given.lr_adjust)[0], .learning_rate = (*given.lr_adjust)[1]};
+    }
+    // Quark's other target op types (InstanceNormalization, LayerNormalization) match no layer
+    // mixprec learns (parse_config warns).
+    if (given.target_op_type) settings.op_types = *given.target_op_type;
     return settings;
   };
   const FastFinetuneOptions& ft = extra.fast_finetune;

@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <span>
 #include <variant>
 
 #include "common/json_text.h"
@@ -125,7 +127,7 @@ struct Schema<ExcludeConfig> {
 template <>
 struct Schema<FastFinetuneOptions> {
   static constexpr Field<FastFinetuneOptions, ReconstructionMethod, std::optional<int64_t>, std::optional<double>,
-                         std::optional<bool>, std::optional<std::vector<double>>>
+                         std::optional<bool>, std::optional<std::vector<double>>, std::optional<std::vector<std::string>>>
       kFields[] = {
       {"OptimAlgorithm", &FastFinetuneOptions::optim_algorithm},
       {"NumIterations", &FastFinetuneOptions::num_iterations},
@@ -136,6 +138,8 @@ struct Schema<FastFinetuneOptions> {
       {"SelectiveUpdate", &FastFinetuneOptions::selective_update},
       {"BetaRange", &FastFinetuneOptions::beta_range},
       {"WarmStart", &FastFinetuneOptions::warm_start},
+      {"LRAdjust", &FastFinetuneOptions::lr_adjust},
+      {"TargetOpType", &FastFinetuneOptions::target_op_type},
   };
   static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
   static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
@@ -416,6 +420,10 @@ void read_value(const Json& json, const Where& at, AlgorithmEntry& out) {
       read_value(item.value(), at / item.key(), out.beta_range.emplace());
     } else if (item.key() == "warm_start") {
       read_value(item.value(), at / item.key(), out.warm_start.emplace());
+    } else if (item.key() == "lr_adjust") {
+      read_value(item.value(), at / item.key(), out.lr_adjust.emplace());
+    } else if (item.key() == "target_op_type") {
+      read_value(item.value(), at / item.key(), out.target_op_type.emplace());
     } else if (item.key() == "alpha") {
       read_value(item.value(), at / item.key(), out.alpha.emplace());
     } else if (item.key() == "finer") {
@@ -437,24 +445,48 @@ struct ReconstructionKeys {
   const char* drop_ratio;
   const char* beta_range;
   const char* warm_start;
+  const char* lr_adjust;
+  const char* target_op_type;
 };
-// The ranges of the reconstruction parameters, wherever they are given.
-void check_reconstruction(const std::optional<int64_t>& iterations, const std::optional<double>& learning_rate,
-                          const std::optional<double>& reg_param, const std::optional<double>& drop_ratio,
-                          const std::optional<std::vector<double>>& beta_range, const std::optional<double>& warm_start,
-                          const Where& at, const ReconstructionKeys& keys) {
-  if (iterations && *iterations < 1) (at / keys.iterations).fail("must be at least 1 (Adam steps per layer)");
-  if (learning_rate && !(*learning_rate > 0)) (at / keys.learning_rate).fail("must be greater than 0");
-  if (reg_param && *reg_param < 0) (at / keys.reg_param).fail("must not be negative");
-  if (drop_ratio && !(*drop_ratio >= 0 && *drop_ratio <= 1)) {
+// The ranges of the reconstruction parameters, wherever they are given (`given`: an
+// AlgorithmEntry or FastFinetuneOptions, which share the members' names).
+void check_reconstruction(const auto& given, const Where& at, const ReconstructionKeys& keys) {
+  if (given.num_iterations && *given.num_iterations < 1) (at / keys.iterations).fail("must be at least 1 (Adam steps per layer)");
+  if (given.learning_rate && !(*given.learning_rate > 0)) (at / keys.learning_rate).fail("must be greater than 0");
+  if (given.reg_param && *given.reg_param < 0) (at / keys.reg_param).fail("must not be negative");
+  if (given.drop_ratio && !(*given.drop_ratio >= 0 && *given.drop_ratio <= 1)) {
     (at / keys.drop_ratio).fail("must be in [0, 1] (the chance an input element is the quantized model's)");
   }
   const auto positive = [](double b) { return b > 0 && std::isfinite(b); };
+  const auto& beta_range = given.beta_range;
   if (beta_range && (beta_range->size() != 2 || !std::ranges::all_of(*beta_range, positive))) {
     (at / keys.beta_range).fail("must be two numbers above 0, [start, end] (AdaRound's beta falls from start to end)");
   }
-  if (warm_start && !(*warm_start >= 0 && *warm_start < 1)) {
+  if (given.warm_start && !(*given.warm_start >= 0 && *given.warm_start < 1)) {
     (at / keys.warm_start).fail("must be in [0, 1) (the share of the steps before the rounding regulariser starts)");
+  }
+  // Empty is Quark's default (), no adjustment.
+  const auto& lr_adjust = given.lr_adjust;
+  if (lr_adjust && !lr_adjust->empty() &&
+      (lr_adjust->size() != 2 || !((*lr_adjust)[0] >= 0 && std::isfinite((*lr_adjust)[0])) || !positive((*lr_adjust)[1]))) {
+    (at / keys.lr_adjust)
+        .fail("must be [threshold, learning rate], threshold at least 0 and the rate above 0 (a layer whose output's mean "
+              "squared error before learning is above threshold learns at that rate), or [] for none");
+  }
+  if (given.target_op_type) {
+    const Where where = at / keys.target_op_type;
+    if (given.target_op_type->empty()) where.fail("must list at least one op type (leave it out to learn every one)");
+    const std::span<const char* const> learned = reconstructed_op_types();
+    for (const std::string& op_type : *given.target_op_type) {
+      // Quark's default list also has these two, whose weights mixprec does not learn: they
+      // match no layer (a list of only them leaves the summary's "nothing learned" note).
+      if (std::ranges::find(learned, op_type) != learned.end() || op_type == "InstanceNormalization" ||
+          op_type == "LayerNormalization") {
+        continue;
+      }
+      where.fail("lists \"" + op_type + "\", which is not an op type AdaRound and AdaQuant learn (" +
+                 text::join_each(learned, std::identity{}, ", ") + ")");
+    }
   }
 }
 
@@ -471,6 +503,8 @@ Json to_json_value(const AlgorithmEntry& value) {
   if (value.selective_update) json["selective_update"] = *value.selective_update;
   if (value.beta_range) json["beta_range"] = to_json_value(*value.beta_range);
   if (value.warm_start) json["warm_start"] = *value.warm_start;
+  if (value.lr_adjust) json["lr_adjust"] = to_json_value(*value.lr_adjust);
+  if (value.target_op_type) json["target_op_type"] = to_json_value(*value.target_op_type);
   if (value.alpha) json["alpha"] = *value.alpha;
   if (value.max_shift) json["max_shift"] = *value.max_shift;
   if (value.sweeps) json["sweeps"] = *value.sweeps;
@@ -648,9 +682,8 @@ void check_config(const QuantConfig& config, const std::string& label) {
   check_cle_steps(config.extra.cle_steps, Where(label, "extra_options.CLESteps"));
   check_smooth_alpha(config.extra.smooth_alpha, Where(label, "extra_options.SmoothAlpha"));
   const FastFinetuneOptions& ft = config.extra.fast_finetune;
-  check_reconstruction(ft.num_iterations, ft.learning_rate, ft.reg_param, ft.drop_ratio, ft.beta_range, ft.warm_start,
-                       Where(label, "extra_options.FastFinetune"),
-                       {"NumIterations", "LearningRate", "RegParam", "DropRatio", "BetaRange", "WarmStart"});
+  check_reconstruction(ft, Where(label, "extra_options.FastFinetune"),
+                       {"NumIterations", "LearningRate", "RegParam", "DropRatio", "BetaRange", "WarmStart", "LRAdjust", "TargetOpType"});
   if (ft.update_bias.value_or(false) && ft.optim_algorithm == ReconstructionMethod::kAdaRound) {
     Where(label, "extra_options.FastFinetune.UpdateBias")
         .warn("is ignored: AdaRound learns only the weights' rounding (as in Quark); AdaQuant takes it");
@@ -688,9 +721,9 @@ void check_config(const QuantConfig& config, const std::string& label) {
     }
     const auto method = reconstruction_method_names().from_name(entry.name);
     if (!method) continue;
-    check_reconstruction(entry.num_iterations, entry.learning_rate, entry.reg_param, entry.drop_ratio, entry.beta_range,
-                         entry.warm_start, at,
-                         {"num_iterations", "learning_rate", "reg_param", "drop_ratio", "beta_range", "warm_start"});
+    check_reconstruction(entry, at,
+                         {"num_iterations", "learning_rate", "reg_param", "drop_ratio", "beta_range", "warm_start", "lr_adjust",
+                          "target_op_type"});
     const bool same = config.extra.include_fast_ft && ft.optim_algorithm == *method;
     const double drop_ratio = entry.drop_ratio.value_or(same ? ft.drop_ratio.value_or(1.0) : 1.0);
     if (entry.target == ReconstructionTarget::kQuantizedInput && drop_ratio < 1) {

@@ -399,6 +399,21 @@ constexpr AlgorithmParam kAlgorithmParams[] = {
        for (size_t i = 0; i < json.size(); ++i) range.push_back(read_number(json[i], at[i]));
      }},
     {"warm_start", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.warm_start = read_number(json, at); }},
+    {"target_op_type",
+     [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) {
+       if (!json.is_array()) at.fail("must be a list of op types");
+       std::vector<std::string>& op_types = entry.target_op_type.emplace();
+       for (size_t i = 0; i < json.size(); ++i) {
+         if (!json[i].is_string()) at[i].fail("must be an op type name");
+         op_types.push_back(json[i].get<std::string>());
+       }
+     }},
+    {"lr_adjust",
+     [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) {
+       if (!json.is_array()) at.fail("must be a list [threshold, learning rate]");
+       std::vector<double>& pair = entry.lr_adjust.emplace();
+       for (size_t i = 0; i < json.size(); ++i) pair.push_back(read_number(json[i], at[i]));
+     }},
     {"alpha", [](const Json& json, const Where& at, AlgorithmEntry& entry, QuarkRead&) { entry.alpha = read_number(json, at); }},
 };
 
@@ -606,6 +621,8 @@ Json algorithm_to_json(const AlgorithmEntry& entry, const Where& at) {
   if (entry.selective_update) json["selective_update"] = *entry.selective_update;
   if (entry.beta_range) json["beta_range"] = *entry.beta_range;
   if (entry.warm_start) json["warm_start"] = *entry.warm_start;
+  if (entry.lr_adjust) json["lr_adjust"] = *entry.lr_adjust;
+  if (entry.target_op_type) json["target_op_type"] = *entry.target_op_type;
   if (entry.alpha) json["alpha"] = *entry.alpha;
   for (const auto& item : entry.params.items()) json[item.key()] = item.value();
   return json;

@@ -83,15 +83,16 @@ constexpr const char* kCleUsed[] = {"cle_steps", "cle_scale_append_bias"};
 constexpr const char* kCleUnused[] = {"cle_balance_method", "cle_weight_threshold", "cle_scale_use_threshold",
                                       "cle_total_layer_diff_threshold"};
 constexpr const char* kAdaRoundUsed[] = {"num_iterations", "learning_rate", "reg_param", "drop_ratio", "selective_update",
-                                         "beta_range", "warm_start"};
-constexpr const char* kAdaQuantUsed[] = {"num_iterations", "learning_rate", "drop_ratio", "update_bias", "selective_update"};
+                                         "beta_range", "warm_start", "lr_adjust", "target_op_type"};
+constexpr const char* kAdaQuantUsed[] = {"num_iterations", "learning_rate", "drop_ratio", "update_bias", "selective_update",
+                                         "lr_adjust", "target_op_type"};
 constexpr const char* kSmoothQuantUsed[] = {"alpha"};
 // AdaRoundConfig's and AdaQuantConfig's other parameters (the same for both), plus: AdaRound's
 // update_bias (Quark's AdaRound ignores it too) and AdaQuant's reg_param, beta_range and
 // warm_start (the rounding regulariser's, which AdaQuant does not have).
-constexpr std::array<const char*, 21> kReconstructionUnused = {
+constexpr std::array<const char*, 19> kReconstructionUnused = {
     "optim_device", "infer_device", "fixed_seed", "data_size", "batch_size", "num_batches", "early_stop",
-    "output_index", "lr_adjust", "target_op_type", "output_qdq",
+    "output_index", "output_qdq",
     "mem_opt_level", "cache_dir", "log_period", "ref_model_path", "dynamic_batch", "parallel",
     "select_max_mem_layer", "num_workers", "pin_memory", "use_gds"};
 template <size_t N>

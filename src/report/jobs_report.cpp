@@ -115,6 +115,10 @@ std::string quantize_text(const QuantizeReport& r) {
         << (rc->update_bias ? ", " + std::to_string(rc->biases) + " biases learned too" : "") << ") in " << rc->levels
         << " levels on " << rc->samples << " samples, loss "
         << general(nearest) << " -> " << general(learned) << " (nearest -> learned, summed), " << fixed(rc->seconds) << " s";
+    if (rc->lr_adjust) {
+      out << "; lr_adjust: " << rc->lr_adjusted << " of " << rc->per_layer.size() << " layers above MSE "
+          << general(rc->lr_adjust->threshold) << " learned at " << general(rc->lr_adjust->learning_rate);
+    }
     if (rc->selective_update) {
       out << "; selective_update: " << rc->layers - rc->rejected << " kept, " << rc->rejected
           << " given their weights back, output SQNR " << output_sqnr(rc->output_loss_before) << " -> "

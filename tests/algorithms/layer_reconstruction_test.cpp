@@ -592,6 +592,96 @@ TEST(AlgorithmsDropRatio, ReachesTheLayersAndTheSummary) {
   EXPECT_LT(nearest_loss[1], nearest_loss[0]);
 }
 
+// Quark's lr_adjust [threshold, rate]: a layer whose output's mean squared error before learning
+// (worked here from the nearest codes: the squared error over the 8 x 16 x 6 output elements)
+// is above the threshold learns at the rate; at or below it, at the settings' own rate. Either
+// way the weights are those a plain run at that rate learns.
+TEST(AlgorithmsLrAdjust, ALayerAboveTheThresholdLearnsAtItsRate) {
+  const onnx::ModelProto model = gemm_model();
+  const NormalSamples samples("x", {kRows, kIn}, 8);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  const StoredCodes nearest = stored_codes(rewrite(model), "gemm");
+  const double mse = gemm_error_by_hand(initializer(model, "w"), nearest.codes, nearest.scale, samples) / (8.0 * kRows * kOut);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+  settings.iterations = 200;
+  const auto learn = [&](const ReconstructionSettings& s, ReconstructionSummary& summary) {
+    onnx::ModelProto prepared = model;
+    summary = reconstruct_layers(prepared, rewrite, samples, s, {.assignment = &assignment}, kLabel);
+    return initializer(prepared, "w");
+  };
+  ReconstructionSummary summary;
+  const std::vector<float> at_default = learn(settings, summary);
+  EXPECT_EQ(summary.per_layer.at(0).learning_rate, 0.1);
+  EXPECT_FALSE(summary.lr_adjust);
+  ReconstructionSettings slow = settings;
+  slow.learning_rate = 0.002;
+  const std::vector<float> at_slow = learn(slow, summary);
+  ASSERT_NE(at_slow, at_default);  // the rate matters on this layer
+  for (const double threshold : {mse * 0.999, mse * 1.001}) {
+    SCOPED_TRACE(threshold);
+    const bool above = threshold < mse;
+    ReconstructionSettings adjusted = settings;
+    adjusted.lr_adjust = ReconstructionSettings::LearningRateAdjust{.threshold = threshold, .learning_rate = 0.002};
+    EXPECT_EQ(learn(adjusted, summary), above ? at_slow : at_default);
+    EXPECT_EQ(summary.lr_adjust, adjusted.lr_adjust);
+    EXPECT_EQ(summary.lr_adjusted, above ? 1u : 0u);
+    EXPECT_EQ(summary.per_layer.at(0).learning_rate, above ? 0.002 : 0.1);
+    EXPECT_NEAR(summary.per_layer.at(0).loss_nearest / kOut, mse, 1e-4 * mse);
+  }
+}
+
+// Quark's target_op_type: only the listed op types are learned. x -> Conv -> Flatten -> Gemm;
+// listing Gemm learns the Gemm alone, as the plain run does (the Conv keeps its weights, which
+// are the Gemm's upstream either way); Quark's LayerNormalization matches no layer, a note.
+TEST(AlgorithmsTargetOpType, OnlyTheListedOpTypesAreLearned) {
+  const onnx::ModelProto model = ModelBuilder()
+                                     .add_input("x", TensorProto::FLOAT, {1, 4, 7, 7})
+                                     .add_initializer("wc", {6, 2, 3, 3}, normal_values(6 * 2 * 9, 9, 0.3f))
+                                     .add_initializer("wg", {kOut, 6 * 16}, normal_values(kOut * 6 * 16, 10, 0.3f))
+                                     .add_node("Conv", {"x", "wc"}, {"c"},
+                                               {ir::make_ints_attribute("pads", {1, 1, 1, 1}),
+                                                ir::make_ints_attribute("strides", {2, 2}), ir::make_int_attribute("group", 2)},
+                                               "conv")
+                                     .add_node("Flatten", {"c"}, {"f"}, {}, "flatten")
+                                     .add_node("Gemm", {"f", "wg"}, {"y"}, {ir::make_int_attribute("transB", 1)}, "gemm")
+                                     .add_output("y", TensorProto::FLOAT, {1, kOut})
+                                     .build();
+  const NormalSamples samples("x", {1, 4, 7, 7}, 8);
+  const auto assignment = weight_only(model, {.format = FormatId::kXInt8});
+  const RewriteFn rewrite = rewrite_for(assignment);
+  ReconstructionSettings settings = default_reconstruction(ReconstructionMethod::kAdaRound);
+  settings.target = ReconstructionTarget::kQuantizedInput;
+  settings.iterations = 200;
+  const auto learn = [&](const std::vector<std::string>& op_types, ReconstructionSummary& summary) {
+    ReconstructionSettings s = settings;
+    s.op_types = op_types;
+    onnx::ModelProto prepared = model;
+    summary = reconstruct_layers(prepared, rewrite, samples, s, {.assignment = &assignment}, kLabel);
+    return prepared;
+  };
+  ReconstructionSummary summary;
+  const onnx::ModelProto every = learn({}, summary);
+  ASSERT_EQ(summary.layers, 2u);
+  ASSERT_NE(initializer(every, "wc"), initializer(model, "wc"));
+  ASSERT_NE(initializer(every, "wg"), initializer(model, "wg"));
+  const onnx::ModelProto gemm_only = learn({"Gemm"}, summary);
+  ASSERT_EQ(summary.per_layer.size(), 1u);
+  EXPECT_EQ(summary.per_layer[0].node, "gemm");
+  EXPECT_EQ(initializer(gemm_only, "wc"), initializer(model, "wc"));
+  EXPECT_NE(initializer(gemm_only, "wg"), initializer(model, "wg"));
+  const onnx::ModelProto conv_only = learn({"Conv"}, summary);
+  ASSERT_EQ(summary.per_layer.size(), 1u);
+  EXPECT_EQ(initializer(conv_only, "wc"), initializer(every, "wc"));  // the first layer learns alike
+  EXPECT_EQ(initializer(conv_only, "wg"), initializer(model, "wg"));
+  const onnx::ModelProto none = learn({"LayerNormalization"}, summary);
+  EXPECT_EQ(summary.layers, 0u);
+  ASSERT_EQ(summary.notes.size(), 1u);
+  EXPECT_EQ(summary.notes[0],
+            "adaround: no LayerNormalization with a float weight the config stores as integer codes: nothing learned");
+  EXPECT_EQ(none.SerializeAsString(), model.SerializeAsString());
+}
+
 // x -> Gemm -> Relu -> Gemm -> Gemm -> y, weights drawn from `seed`.
 onnx::ModelProto three_gemms(uint64_t seed) {
   return ModelBuilder()

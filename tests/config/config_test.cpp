@@ -331,6 +331,31 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
     ASSERT_EQ(ignored.warnings().size(), 1u);
     EXPECT_PRED2(contains, ignored.warnings()[0], "extra_options.FastFinetune.WarmStart is ignored: it schedules AdaRound's");
   }
+  // Quark's lr_adjust [threshold, rate], for both methods; unset and [] (Quark's default ()) adjust nothing.
+  EXPECT_FALSE(rounding_defaults.lr_adjust);
+  const QuantConfig adjusted = parse(R"({"algo_config": [{"name": "adaquant", "lr_adjust": [0.001, 2e-5]}]})");
+  EXPECT_EQ(algorithm_recipe(adjusted).reconstruction->lr_adjust,
+            (ReconstructionSettings::LearningRateAdjust{.threshold = 0.001, .learning_rate = 2e-5}));
+  EXPECT_EQ(parse_config(config_to_json(adjusted), kLabel), adjusted);
+  const QuantConfig adjusted_ft = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"LRAdjust": [0, 0.5]}}})");
+  EXPECT_EQ(algorithm_recipe(adjusted_ft).reconstruction->lr_adjust,
+            (ReconstructionSettings::LearningRateAdjust{.threshold = 0, .learning_rate = 0.5}));
+  EXPECT_EQ(parse_config(config_to_json(adjusted_ft), kLabel), adjusted_ft);
+  EXPECT_FALSE(algorithm_recipe(parse(R"({"algo_config": [{"name": "adaround", "lr_adjust": []}]})")).reconstruction->lr_adjust);
+  // The entry's value over FastFinetune's, as for every other parameter.
+  EXPECT_EQ(algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"LRAdjust": [0, 0.5]}},
+      "algo_config": [{"name": "adaround", "lr_adjust": [1, 0.01]}]})")).reconstruction->lr_adjust,
+            (ReconstructionSettings::LearningRateAdjust{.threshold = 1, .learning_rate = 0.01}));
+  // Quark's target_op_type: the op types learned (unset: every one mixprec learns). Quark's
+  // InstanceNormalization and LayerNormalization are accepted and match no layer.
+  EXPECT_TRUE(rounding_defaults.op_types.empty());
+  const QuantConfig narrowed = parse(R"({"algo_config": [{"name": "adaround", "target_op_type": ["Conv", "Gemm"]}]})");
+  EXPECT_EQ(algorithm_recipe(narrowed).reconstruction->op_types, (std::vector<std::string>{"Conv", "Gemm"}));
+  EXPECT_EQ(parse_config(config_to_json(narrowed), kLabel), narrowed);
+  const QuantConfig narrowed_ft = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
+      "TargetOpType": ["Conv", "ConvTranspose", "InstanceNormalization", "LayerNormalization", "Gemm", "MatMul"]}}})");
+  EXPECT_EQ(algorithm_recipe(narrowed_ft).reconstruction->op_types.size(), 6u);
+  EXPECT_EQ(parse_config(config_to_json(narrowed_ft), kLabel), narrowed_ft);
   // FastFinetune alone (no IncludeFastFT) runs nothing, as in Quark.
   EXPECT_TRUE(algorithm_recipe(parse(R"({"extra_options": {"FastFinetune": {"NumIterations": 5}}})")).empty());
 }
@@ -373,7 +398,7 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
       {R"({"algo_config": [{"name": "adaround", "reg_param": -0.5}]})", "algo_config[0].reg_param must not be negative"},
       {R"({"algo_config": [{"name": "adaquant", "reg_param": 0.1}]})",
        "algo_config[0].reg_param is not a parameter of adaquant (known: num_iterations, learning_rate, target, drop_ratio, "
-       "update_bias, selective_update)"},
+       "update_bias, selective_update, lr_adjust, target_op_type)"},
       {R"({"algo_config": [{"name": "adaround", "update_bias": true}]})",
        "algo_config[0].update_bias is not a parameter of adaround"},
       {R"({"algo_config": [{"name": "adaround", "drop_ratio": 1.5}]})", "algo_config[0].drop_ratio must be in [0, 1]"},
@@ -381,6 +406,15 @@ TEST(ConfigJsonTest, AlgoConfigErrorsNameTheEntry) {
        "algo_config[0].beta_range must be two numbers above 0, [start, end]"},
       {R"({"algo_config": [{"name": "adaround", "beta_range": [0, 2]}]})", "algo_config[0].beta_range must be two numbers above 0"},
       {R"({"algo_config": [{"name": "adaround", "warm_start": 1}]})", "algo_config[0].warm_start must be in [0, 1)"},
+      {R"({"algo_config": [{"name": "adaround", "lr_adjust": [0.1]}]})",
+       "algo_config[0].lr_adjust must be [threshold, learning rate], threshold at least 0 and the rate above 0"},
+      {R"({"algo_config": [{"name": "adaquant", "lr_adjust": [-1, 0.1]}]})", "algo_config[0].lr_adjust must be [threshold"},
+      {R"({"extra_options": {"FastFinetune": {"LRAdjust": [0.1, 0]}}})", "extra_options.FastFinetune.LRAdjust must be [threshold"},
+      {R"({"algo_config": [{"name": "adaround", "target_op_type": []}]})",
+       "algo_config[0].target_op_type must list at least one op type"},
+      {R"({"extra_options": {"FastFinetune": {"TargetOpType": ["Conv", "Relu"]}}})",
+       "extra_options.FastFinetune.TargetOpType lists \"Relu\", which is not an op type AdaRound and AdaQuant learn (Conv, "
+       "ConvTranspose, Gemm, MatMul)"},
       {R"({"extra_options": {"FastFinetune": {"BetaRange": [2, -1]}}})",
        "extra_options.FastFinetune.BetaRange must be two numbers above 0"},
       {R"({"algo_config": [{"name": "adaquant", "beta_range": [20, 2]}]})",

@@ -244,6 +244,27 @@ TEST(QuarkConfigTest, AdaRoundTakesBetaRangeAndWarmStart) {
   EXPECT_PRED2(contains, warnings.warnings()[0], "algo_config[0].warm_start is a parameter of Quark's adaquant that mixprec does not use");
 }
 
+// lr_adjust (AdaRoundConfig and AdaQuantConfig: [threshold, rate]) and target_op_type are read
+// and written back; Quark's default lr_adjust () reads as no adjustment.
+TEST(QuarkConfigTest, ReconstructionTakesLrAdjustAndTargetOpType) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(R"({"global_config": {}, "exclude": [],
+      "algo_config": [{"name": "adaquant", "lr_adjust": [0.0001, 0.00002]}]})");
+  EXPECT_EQ(config.algorithms, (std::vector<AlgorithmEntry>{{.name = "adaquant", .lr_adjust = std::vector<double>{0.0001, 0.00002}}}));
+  EXPECT_TRUE(warnings.warnings().empty());
+  EXPECT_EQ(algorithm_recipe(config).reconstruction->lr_adjust,
+            (ReconstructionSettings::LearningRateAdjust{.threshold = 0.0001, .learning_rate = 0.00002}));
+  EXPECT_EQ(config_to_json(config, ConfigShape::kQuark)["algo_config"][0]["lr_adjust"], Json::array({0.0001, 0.00002}));
+  // target_op_type, Quark's default list included, is read and written back without a word.
+  const QuantConfig targeted = parse(R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "adaround",
+      "target_op_type": ["Conv", "ConvTranspose", "InstanceNormalization", "LayerNormalization", "Gemm", "MatMul"]}]})");
+  EXPECT_EQ(algorithm_recipe(targeted).reconstruction->op_types.size(), 6u);
+  EXPECT_EQ(config_to_json(targeted, ConfigShape::kQuark)["algo_config"][0]["target_op_type"][2], "InstanceNormalization");
+  const QuantConfig none = parse(R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "adaround", "lr_adjust": []}]})");
+  EXPECT_FALSE(algorithm_recipe(none).reconstruction->lr_adjust);
+  EXPECT_TRUE(warnings.warnings().empty());
+}
+
 TEST(QuarkConfigTest, EveryEnumSpellingAndSupportedDataType) {
   struct Case {
     std::string tensor;
