@@ -84,6 +84,12 @@ struct OutputMetrics {
   int64_t topk_rows = 0;
   std::optional<double> top1_agreement;
   std::optional<double> top5_agreement;
+  // Class scores: a row's margin is the reference's lead of its top-1 score over its second.
+  // The margins of the rows whose top-1 differs, smallest first, and the median margin over all
+  // rows: a row that flips with a margin near 0 was a near-tie in the reference, one that flips
+  // with about the median margin a decision the candidate changed.
+  std::vector<double> top1_flip_margins;
+  std::optional<double> median_top1_margin;
 };
 
 // Accumulates the metrics of one output over samples.
@@ -118,6 +124,8 @@ class OutputComparer {
     int64_t topk_rows = 0;
     int64_t top1 = 0;
     int64_t top5 = 0;
+    std::vector<float> margins;       // class scores: every row's reference margin
+    std::vector<float> flip_margins;  // those of the rows whose top-1 differs
 
     void merge(const Sums& other);  // adds the counts and sums; leaves `rows` alone
   };

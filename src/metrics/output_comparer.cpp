@@ -87,6 +87,8 @@ void OutputComparer::Sums::merge(const Sums& other) {
   topk_rows += other.topk_rows;
   top1 += other.top1;
   top5 += other.top5;
+  margins.insert(margins.end(), other.margins.begin(), other.margins.end());
+  flip_margins.insert(flip_margins.end(), other.flip_margins.begin(), other.flip_margins.end());
 }
 
 OutputComparer::OutputComparer(std::string name, Tolerance tolerance)
@@ -143,10 +145,19 @@ OutputComparer::Sums OutputComparer::measure(const Tensor& reference, const Tens
     sums.rows = RowKind::kScores;
     const auto width = static_cast<size_t>(classes);
     for (size_t start = 0; start < ref.size(); start += width) {
-      const std::optional<size_t> rank = stable_rank(cand.subspan(start, width), argmax(ref.subspan(start, width)));
+      const std::span<const float> row = ref.subspan(start, width);
+      const size_t best = argmax(row);
+      float second = -std::numeric_limits<float>::infinity();
+      for (size_t j = 0; j < width; ++j) {
+        if (j != best) second = std::max(second, row[j]);
+      }
+      const float margin = row[best] - second;
+      const std::optional<size_t> rank = stable_rank(cand.subspan(start, width), best);
       ++sums.topk_rows;
       sums.top1 += rank && *rank == 0 ? 1 : 0;
       sums.top5 += rank && *rank < kTopK ? 1 : 0;
+      sums.margins.push_back(margin);
+      if (!rank || *rank != 0) sums.flip_margins.push_back(margin);
     }
   }
   return sums;
@@ -193,7 +204,15 @@ OutputMetrics OutputComparer::result() const {
     out.topk_rows = sums_.topk_rows;
     const auto rate = [&](int64_t agreeing) { return count(agreeing) / count(sums_.topk_rows); };
     out.top1_agreement = rate(sums_.top1);
-    if (rows_ == RowKind::kScores) out.top5_agreement = rate(sums_.top5);
+    if (rows_ == RowKind::kScores) {
+      out.top5_agreement = rate(sums_.top5);
+      out.top1_flip_margins.assign(sums_.flip_margins.begin(), sums_.flip_margins.end());
+      std::ranges::sort(out.top1_flip_margins);
+      std::vector<float> margins = sums_.margins;
+      std::ranges::sort(margins);
+      const size_t n = margins.size();
+      if (n > 0) out.median_top1_margin = n % 2 == 1 ? margins[n / 2] : (double{margins[n / 2 - 1]} + margins[n / 2]) / 2;
+    }
   }
   return out;
 }

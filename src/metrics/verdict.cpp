@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <utility>
@@ -51,6 +52,29 @@ const TaskCriteria& task_criteria(TaskType task) {
 
 std::string output_label(const OutputMetrics& output) { return "output '" + output.name + "'"; }
 
+// Three significant digits: "0.206", "1.5e-05".
+std::string margin_text(double margin) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", margin);
+  return text;
+}
+
+// "; the reference led them by 0.21 and 0.35, its median row by 0.57": how close to a tie the
+// differing rows were in the reference (OutputMetrics::top1_flip_margins); "" without margins.
+std::string flip_margins_text(const OutputMetrics& output) {
+  const std::vector<double>& flips = output.top1_flip_margins;
+  if (flips.empty() || !output.median_top1_margin) return "";
+  std::string led;
+  if (flips.size() <= 3) {
+    led = text::join_each(flips, margin_text, flips.size() == 2 ? " and " : ", ");
+  } else {
+    led = margin_text(flips.front()) + " to " + margin_text(flips.back()) + " (median " +
+          margin_text(flips[flips.size() / 2]) + ")";
+  }
+  return "; the reference led " + std::string(flips.size() == 1 ? "it" : "them") + " by " + led + ", its median row by " +
+         margin_text(*output.median_top1_margin);
+}
+
 // "output 'y': PSNR 27.41 dB < 30 dB", with the relation that actually holds.
 std::string describe(const OutputMetrics& output, const AccuracyTarget& target, double value) {
   const MetricTraits& traits = metric_traits(target.metric);
@@ -59,7 +83,8 @@ std::string describe(const OutputMetrics& output, const AccuracyTarget& target, 
                      " " + relation + " " + metrics::threshold_text(target.metric, target.value);
   if (target.metric == AccuracyTarget::kTop1) {
     const int64_t differing = output.topk_rows - std::llround(value * static_cast<double>(output.topk_rows));
-    text += " (" + std::to_string(differing) + " of " + std::to_string(output.topk_rows) + " rows differ)";
+    text += " (" + std::to_string(differing) + " of " + std::to_string(output.topk_rows) + " rows differ" +
+            flip_margins_text(output) + ")";
   }
   return text;
 }

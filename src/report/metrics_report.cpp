@@ -83,6 +83,8 @@ nlohmann::ordered_json metrics_to_json(const OutputMetrics& metrics) {
   json["topk_rows"] = metrics.topk_rows;
   json["top1_agreement"] = optional_json(metrics.top1_agreement);
   json["top5_agreement"] = optional_json(metrics.top5_agreement);
+  json["top1_flip_margins"] = metrics.top1_flip_margins;
+  json["median_top1_margin"] = optional_json(metrics.median_top1_margin);
   return json;
 }
 

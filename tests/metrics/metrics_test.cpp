@@ -442,6 +442,32 @@ TEST(VerdictJudge, ClassificationNeedsEveryRowToAgreeAndIgnoresPsnr) {
   EXPECT_EQ(fail.reason, "output 'logits': top-1 agreement 99.800% < 100% (2 of 1000 rows differ)");
 }
 
+// A row's margin is the reference's top-1 score minus its second; the rows that flip are listed
+// by theirs beside the median over all rows. Rows (reference -> candidate), margins worked by hand:
+// (0.7 0.2 0.1) kept, 0.5; (0.4 0.35 0.25) -> (0.3 0.45 0.25) flips, 0.05; (0.1 0.1 0.8) kept, 0.7;
+// (0.2 0.5 0.3) -> (0.6 0.1 0.3) flips, 0.2. Median of 0.05, 0.2, 0.5, 0.7: 0.35.
+TEST(VerdictJudge, ClassificationNamesHowCloseTheDifferingRowsWere) {
+  const Tensor reference = floats({4, 3}, {0.7f, 0.2f, 0.1f, 0.4f, 0.35f, 0.25f, 0.1f, 0.1f, 0.8f, 0.2f, 0.5f, 0.3f});
+  const Tensor candidate = floats({4, 3}, {0.7f, 0.2f, 0.1f, 0.3f, 0.45f, 0.25f, 0.1f, 0.1f, 0.8f, 0.6f, 0.1f, 0.3f});
+  const OutputMetrics m = compare(reference, candidate);
+  ASSERT_EQ(m.top1_flip_margins.size(), 2u);
+  EXPECT_NEAR(m.top1_flip_margins[0], 0.05, 1e-6);
+  EXPECT_NEAR(m.top1_flip_margins[1], 0.2, 1e-6);
+  EXPECT_NEAR(m.median_top1_margin.value(), 0.35, 1e-6);
+  EXPECT_EQ(judge(TaskType::kClassification, {m}, {}).reason,
+            "output 'y': top-1 agreement 50.000% < 100% (2 of 4 rows differ; the reference led them by 0.05 and 0.2, its "
+            "median row by 0.35)");
+  // Over two samples the rows add up; past three flips the text gives their range and median.
+  OutputComparer twice("y");
+  twice.add(reference, candidate);
+  twice.add(reference, candidate);
+  EXPECT_EQ(judge(TaskType::kClassification, {twice.result()}, {}).reason,
+            "output 'y': top-1 agreement 50.000% < 100% (4 of 8 rows differ; the reference led them by 0.05 to 0.2 (median "
+            "0.2), its median row by 0.35)");
+  // Labels have no scores, so no margins.
+  EXPECT_TRUE(compare(labels({2}, {1, 2}), labels({2}, {1, 3})).top1_flip_margins.empty());
+}
+
 TEST(VerdictJudge, ClassificationWithoutClassScoresFails) {
   const Verdict verdict = judge(TaskType::kClassification, {measured("features", 50, 1)}, {});
   EXPECT_FALSE(verdict.pass);
@@ -533,7 +559,8 @@ TEST(MetricsReport, JsonHasStableKeysAndFiniteNumbers) {
   for (const auto& item : json.items()) keys.push_back(item.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"name", "samples", "elements", "nonfinite_count", "psnr_db", "sqnr_db",
                                             "mse", "max_abs_error", "cosine", "pass_rate", "tolerance", "reference",
-                                            "topk_rows", "top1_agreement", "top5_agreement"}));
+                                            "topk_rows", "top1_agreement", "top5_agreement", "top1_flip_margins",
+                                            "median_top1_margin"}));
   EXPECT_EQ(json["psnr_db"], kMaxDb);
   EXPECT_EQ(json["top1_agreement"], 1.0);
   EXPECT_EQ(json["tolerance"].dump(), R"({"atol":0.015,"rtol":0.01})");
