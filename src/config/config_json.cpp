@@ -124,6 +124,19 @@ struct Schema<ExcludeConfig> {
   static constexpr Defaults kDefaults = Defaults::kWrite;
 };
 
+// A key of Quark's FastFinetune that mixprec does not read: accepted without a word where its
+// value asks for what mixprec does anyway, else warned about; either way kept when the config
+// is saved. False for a key Quark does not have.
+bool quark_fast_finetune_key(const std::string& key, const Json& value, const Where& at) {
+  const config::quark::UnusedReconstructionKey* row = config::quark::find_unused_reconstruction_key(key);
+  if (!row || !row->fast_finetune || key != row->fast_finetune) return false;
+  if (!config::quark::does_what_mixprec_does(*row, value)) {
+    (at / key).warn("is a key of Quark's FastFinetune that mixprec does not use (mixprec learns on CPU with every "
+                    "calibration sample at once; kept when the config is saved)");
+  }
+  return true;
+}
+
 template <>
 struct Schema<FastFinetuneOptions> {
   static constexpr Field<FastFinetuneOptions, ReconstructionMethod, std::optional<int64_t>, std::optional<double>,
@@ -142,6 +155,7 @@ struct Schema<FastFinetuneOptions> {
       {"TargetOpType", &FastFinetuneOptions::target_op_type},
   };
   static constexpr auto kUnknown = &FastFinetuneOptions::unknown;
+  static constexpr auto kOtherToolsKey = &quark_fast_finetune_key;
   static constexpr Defaults kDefaults = Defaults::kOmit;  // unset: the method's defaults
 };
 
@@ -230,15 +244,24 @@ void keep_unknown(const std::string& key, const Json& value, const Where& at, Js
   unknown[key] = value;
 }
 
+// A key another tool defines (Quark's FastFinetune keys mixprec does not read): true when
+// `key` is one, after any warning it calls for.
+using OtherToolsKey = bool (*)(const std::string& key, const Json& value, const Where& at);
+
 // Reads the `fields` of `owner` from the object `json`; returns the unknown keys.
 template <class Owner, class... Types, size_t N>
-Json read_fields(const Json& json, const Where& at, const Field<Owner, Types...> (&fields)[N], Owner& owner) {
+Json read_fields(const Json& json, const Where& at, const Field<Owner, Types...> (&fields)[N], Owner& owner,
+                 OtherToolsKey other_tools = nullptr) {
   if (!json.is_object()) at.fail("must be an object");
   Json unknown = Json::object();
   for (const auto& item : json.items()) {
     const auto field = std::ranges::find(fields, std::string_view(item.key()), &Field<Owner, Types...>::key);
     if (field == std::end(fields)) {
-      keep_unknown(item.key(), item.value(), at, unknown);
+      if (other_tools && other_tools(item.key(), item.value(), at)) {
+        unknown[item.key()] = item.value();
+      } else {
+        keep_unknown(item.key(), item.value(), at, unknown);
+      }
       continue;
     }
     std::visit([&](auto member) { read_value(item.value(), at / item.key(), owner.*member); }, field->member);
@@ -532,7 +555,11 @@ void read_value(const Json& json, const Where& at, std::vector<T>& out) {
 
 template <HasSchema T>
 void read_value(const Json& json, const Where& at, T& out) {
-  out.*Schema<T>::kUnknown = read_fields(json, at, Schema<T>::kFields, out);
+  if constexpr (requires { Schema<T>::kOtherToolsKey; }) {
+    out.*Schema<T>::kUnknown = read_fields(json, at, Schema<T>::kFields, out, Schema<T>::kOtherToolsKey);
+  } else {
+    out.*Schema<T>::kUnknown = read_fields(json, at, Schema<T>::kFields, out);
+  }
 }
 
 Json to_json_value(bool value) { return value; }

@@ -439,17 +439,29 @@ AlgorithmEntry read_algorithm(const Json& json, const Where& at, QuarkRead& read
   if (!row->implemented) {
     (at / "name").fail("names " + entry.name + ", which mixprec does not implement yet (implemented: " + text::join(implemented) + ")");
   }
+  // Quark's parameters mixprec does not read, where their value asks for other than what mixprec
+  // does (a config Quark wrote lists every one, mostly at such values): one warning per entry.
+  std::vector<std::string> unused;
   for (const auto& item : json.items()) {
     if (item.key() == "name") continue;
     const Where param = at / item.key();
     if (std::ranges::find(row->used, std::string_view(item.key())) != row->used.end()) {
       std::ranges::find(kAlgorithmParams, std::string_view(item.key()), &AlgorithmParam::name)->read(item.value(), param, entry, read);
     } else if (std::ranges::find(row->unused, std::string_view(item.key())) != row->unused.end()) {
-      param.warn("is a parameter of Quark's " + entry.name + " that mixprec does not use (mixprec runs " + entry.name +
-                 " on CPU with every calibration sample; it takes " + (row->used.empty() ? "no parameters" : names_of(row->used)) + ")");
+      const quark::UnusedReconstructionKey* key = quark::find_unused_reconstruction_key(item.key());
+      if (!key || !quark::does_what_mixprec_does(*key, item.value())) unused.push_back(item.key());
     } else {
       const std::string known = names_of(row->used) + (row->used.empty() || row->unused.empty() ? "" : ", ") + names_of(row->unused);
       param.fail("is not a parameter of Quark's " + entry.name + (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
+    }
+  }
+  if (!unused.empty()) {
+    const std::string why = " mixprec does not use (mixprec runs " + entry.name + " on CPU with every calibration sample; "
+                            "it takes " + (row->used.empty() ? "no parameters" : names_of(row->used)) + ")";
+    if (unused.size() == 1) {
+      (at / unused[0]).warn("is a parameter of Quark's " + entry.name + " that" + why);
+    } else {
+      at.warn("has " + text::join(unused) + ", parameters of Quark's " + entry.name + " that" + why);
     }
   }
   entry.name = row->mixprec_name;

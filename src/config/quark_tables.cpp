@@ -6,6 +6,7 @@
 #include <array>
 #include <iterator>
 
+#include "common/text.h"
 #include "mixprec/error.h"
 
 namespace mixprec::config::quark {
@@ -90,11 +91,37 @@ constexpr const char* kSmoothQuantUsed[] = {"alpha"};
 // AdaRoundConfig's and AdaQuantConfig's other parameters (the same for both), plus: AdaRound's
 // update_bias (Quark's AdaRound ignores it too) and AdaQuant's reg_param, beta_range and
 // warm_start (the rounding regulariser's, which AdaQuant does not have).
-constexpr std::array<const char*, 19> kReconstructionUnused = {
-    "optim_device", "infer_device", "fixed_seed", "data_size", "batch_size", "num_batches", "early_stop",
-    "output_index", "output_qdq",
-    "mem_opt_level", "cache_dir", "log_period", "ref_model_path", "dynamic_batch", "parallel",
-    "select_max_mem_layer", "num_workers", "pin_memory", "use_gds"};
+// mixprec learns on CPU, full-batch over every calibration sample, every step, with no random
+// draw, against the model given; a key whose value says the same (or that only tunes Quark's
+// memory, logging or loading) is accepted without a word.
+// clang-format off
+constexpr UnusedReconstructionKey kUnusedKeys[] = {
+  {"optim_device",         "OptimDevice",       "\"cpu\""},
+  {"infer_device",         "InferDevice",       "\"cpu\""},
+  {"fixed_seed",           "FixedSeed",         "*"},      // nothing is drawn: every seed gives mixprec's result
+  {"data_size",            "DataSize",          nullptr},
+  {"batch_size",           "BatchSize",         nullptr},
+  {"num_batches",          "NumBatches",        nullptr},
+  {"early_stop",           "EarlyStop",         "false"},
+  {"output_index",         "OutputIndex",       nullptr},
+  {"output_qdq",           "OutputQDQ",         "false"},  // the loss before the output's quantizer
+  {"mem_opt_level",        "MemOptLevel",       "*"},
+  {"cache_dir",            nullptr,             "*"},
+  {"log_period",           "LogPeriod",         "*"},
+  {"ref_model_path",       "RefModelPath",      "null"},
+  {"dynamic_batch",        "DynamicBatch",      "*"},
+  {"parallel",             "Parallel",          "false"},  // layer after layer, each on its learned upstream
+  {"select_max_mem_layer", "SelectMaxMemLayer", nullptr},
+  {"num_workers",          "NumWorkers",        "*"},
+  {"pin_memory",           nullptr,             "*"},
+  {"use_gds",              nullptr,             "*"},
+};
+// clang-format on
+constexpr auto kReconstructionUnused = [] {
+  std::array<const char*, std::size(kUnusedKeys)> names{};
+  for (size_t i = 0; i < names.size(); ++i) names[i] = kUnusedKeys[i].param;
+  return names;
+}();
 template <size_t N>
 constexpr auto with_unused(const std::array<const char*, N>& extra) {
   std::array<const char*, kReconstructionUnused.size() + N> names{};
@@ -170,6 +197,23 @@ Method method_of(CalibMethod method) {
 }
 
 std::span<const AlgorithmRow> algorithms() { return kAlgorithms; }
+
+const UnusedReconstructionKey* find_unused_reconstruction_key(std::string_view name) {
+  const auto row = std::ranges::find_if(kUnusedKeys, [&](const UnusedReconstructionKey& k) {
+    return name == k.param || (k.fast_finetune && name == k.fast_finetune);
+  });
+  return row == std::end(kUnusedKeys) ? nullptr : row;
+}
+
+bool does_what_mixprec_does(const UnusedReconstructionKey& key, const nlohmann::ordered_json& value) {
+  if (!key.same_as) return false;
+  if (std::string_view(key.same_as) == "*") return true;
+  const nlohmann::ordered_json same = nlohmann::ordered_json::parse(key.same_as);
+  if (same.is_string() && value.is_string()) {
+    return text::equal_ignoring_case(same.get<std::string>(), value.get<std::string>());
+  }
+  return same == value;
+}
 
 const AlgorithmRow* find_algorithm(std::string_view name) {
   const auto row = std::ranges::find(kAlgorithms, name, &AlgorithmRow::name);

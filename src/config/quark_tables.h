@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "mixprec/calibration.h"
 #include "mixprec/formats.h"
 
@@ -88,6 +90,20 @@ struct AlgorithmRow {
   std::span<const char* const> unused;
 };
 std::span<const AlgorithmRow> algorithms();
+
+// A parameter of Quark's AdaRoundConfig / AdaQuantConfig that mixprec does not read, by its
+// algo_config name and its extra_options.FastFinetune key, with the value (JSON text) at which
+// Quark does what mixprec does anyway: "*" any value (it tunes only Quark's memory, logging or
+// loading), nullptr none (mixprec always learns full-batch on every calibration sample).
+struct UnusedReconstructionKey {
+  const char* param;          // "early_stop"
+  const char* fast_finetune;  // "EarlyStop"; nullptr when Quark's FastFinetune has no spelling known here
+  const char* same_as;        // "false"
+};
+const UnusedReconstructionKey* find_unused_reconstruction_key(std::string_view name);  // either name
+// Whether `value` is one at which Quark does what mixprec does (strings compared ignoring case);
+// such a key is accepted without a warning.
+bool does_what_mixprec_does(const UnusedReconstructionKey& key, const nlohmann::ordered_json& value);
 const AlgorithmRow* find_algorithm_by_mixprec_name(std::string_view name);
 const AlgorithmRow* find_algorithm(std::string_view name);
 

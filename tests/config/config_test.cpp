@@ -260,18 +260,27 @@ TEST(ConfigJsonTest, AdaRoundAndAdaQuantFromAlgoConfigOrQuarksFastFinetune) {
   EXPECT_EQ(plain.reconstruction->iterations, 3000);
   EXPECT_EQ(plain.names(), (std::vector<std::string>{"cle", "adaquant"}));  // the order they run
 
-  // Quark's spelling: IncludeFastFT + FastFinetune; its keys mixprec does not use are warnings.
+  // Quark's spelling: IncludeFastFT + FastFinetune; its keys mixprec does not use are warnings,
+  // except at values that ask for what mixprec does (EarlyStop false, OptimDevice "cpu", a
+  // FixedSeed: nothing is drawn). All are kept when the config is saved.
   const WarningCollector warnings;
   const QuantConfig quark = parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {
-      "OptimAlgorithm": "adaquant", "NumIterations": 50, "LearningRate": 0.001, "BatchSize": 2}}})");
+      "OptimAlgorithm": "adaquant", "NumIterations": 50, "LearningRate": 0.001, "BatchSize": 2, "EarlyStop": false,
+      "OptimDevice": "CPU", "FixedSeed": 1705472343}}})");
   const AlgorithmRecipe same = algorithm_recipe(quark);
   ASSERT_TRUE(same.reconstruction);
   EXPECT_EQ(same.reconstruction->method, ReconstructionMethod::kAdaQuant);
   EXPECT_EQ(same.reconstruction->iterations, 50);
   EXPECT_EQ(same.reconstruction->learning_rate, 0.001);
   ASSERT_EQ(warnings.warnings().size(), 1u);
-  EXPECT_PRED2(contains, warnings.warnings()[0], "extra_options.FastFinetune.BatchSize is not a known key");
+  EXPECT_PRED2(contains, warnings.warnings()[0],
+               "extra_options.FastFinetune.BatchSize is a key of Quark's FastFinetune that mixprec does not use");
+  EXPECT_EQ(quark.extra.fast_finetune.unknown.size(), 4u);
   EXPECT_EQ(parse_config(config_to_json(quark), kLabel), quark);
+  parse(R"({"extra_options": {"FastFinetune": {"EarlyStop": true, "BatchSiz": 2}}})");
+  ASSERT_EQ(warnings.warnings().size(), 3u);
+  EXPECT_PRED2(contains, warnings.warnings()[1], "extra_options.FastFinetune.EarlyStop is a key of Quark's FastFinetune");
+  EXPECT_PRED2(contains, warnings.warnings()[2], "extra_options.FastFinetune.BatchSiz is not a known key");
   // Quark's DropRatio (QDrop): FastFinetune's or the entry's own, which wins.
   EXPECT_EQ(algorithm_recipe(parse(R"({"extra_options": {"IncludeFastFT": true, "FastFinetune": {"DropRatio": 0.5}}})"))
                 .reconstruction->drop_ratio,

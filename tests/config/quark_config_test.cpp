@@ -265,6 +265,24 @@ TEST(QuarkConfigTest, ReconstructionTakesLrAdjustAndTargetOpType) {
   EXPECT_TRUE(warnings.warnings().empty());
 }
 
+// An AdaRoundConfig as Quark writes it lists every parameter: those at values that ask for what
+// mixprec does anyway pass without a word, the others make one warning for the entry.
+TEST(QuarkConfigTest, UnusedReconstructionParametersMakeOneWarningAndOnlyWhereTheyMatter) {
+  const WarningCollector warnings;
+  const QuantConfig config = parse(R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "adaround",
+      "num_iterations": 10, "optim_device": "cpu", "infer_device": "cpu", "fixed_seed": 7, "early_stop": false,
+      "output_qdq": false, "parallel": false, "mem_opt_level": 1, "log_period": 100, "ref_model_path": null,
+      "batch_size": 4, "num_batches": 2, "output_index": null}]})");
+  EXPECT_EQ(config.algorithms, (std::vector<AlgorithmEntry>{{.name = "adaround", .num_iterations = 10}}));
+  ASSERT_EQ(warnings.warnings().size(), 1u);
+  EXPECT_PRED2(contains, warnings.warnings()[0],
+               "algo_config[0] has batch_size, num_batches, output_index, parameters of Quark's adaround that mixprec does "
+               "not use");
+  parse(R"({"global_config": {}, "exclude": [], "algo_config": [{"name": "adaround", "output_qdq": true}]})");
+  ASSERT_EQ(warnings.warnings().size(), 2u);
+  EXPECT_PRED2(contains, warnings.warnings()[1], "algo_config[0].output_qdq is a parameter of Quark's adaround that mixprec does not use");
+}
+
 TEST(QuarkConfigTest, EveryEnumSpellingAndSupportedDataType) {
   struct Case {
     std::string tensor;
