@@ -675,14 +675,18 @@ bool above_lr_threshold(const ReconstructionSettings& settings, double loss_near
          loss_nearest / static_cast<double>(shape.outputs) > settings.lr_adjust->threshold;
 }
 
-// One layer's line at -v: what lr_adjust's threshold is compared with, and what came of it.
-void log_layer(const std::string& method, const LayerReconstruction& record, const LayerShape& shape) {
+// A learned layer's line at -v (a layer from the store has had its line when it was learned):
+// what lr_adjust's threshold is compared with, and what came of it.
+void log_layer(const std::string& method, const LayerReconstruction& record, const LayerShape& shape, bool written) {
   const double outputs = static_cast<double>(std::max<int64_t>(1, shape.outputs));
   std::ostringstream line;
   line << std::setprecision(3) << method << " " << record.node << ": output MSE " << record.loss_nearest / outputs << " -> "
-       << record.loss_learned / outputs << " (nearest -> learned codes), " << record.changed << " codes changed, learning rate "
-       << record.learning_rate << (record.reused ? ", from the store" : "")
-       << (record.rejected ? ", given its weights back (selective_update)" : "") << ", " << std::fixed << record.seconds << " s";
+       << record.loss_learned / outputs << " (nearest -> learned codes), " << record.changed
+       << " codes changed, learning rate " << record.learning_rate
+       << (!written          ? ", not written back (see the note)"
+           : record.rejected ? ", given its weights back (selective_update)"
+                             : "")
+       << ", " << std::fixed << record.seconds << " s";
   log_info(line.str());
 }
 
@@ -915,7 +919,6 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         summary.lr_adjusted += adjusted ? 1 : 0;
         judge(c, old_weight, old_bias, record);
         record.seconds = seconds_since(layer_start);
-        log_layer(name, record, c.shape);
         summary.per_layer.push_back(record);
         ++summary.layers;
         ++summary.reused;
@@ -971,7 +974,8 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
       // The rewrite takes the grid from W' again: it must find these very codes.
       const Tensor candidate = Tensor::from_floats(weight.shape(), written);
       const config::WeightGrid again = config::weight_grid(node, spec, candidate, label);
-      if (quantize_tensor(candidate, again.params, spec.format).to_floats() != codes) {
+      const bool written_back = quantize_tensor(candidate, again.params, spec.format).to_floats() == codes;
+      if (!written_back) {
         summary.notes.push_back(name + ": " + c.site.node + " keeps its weights (the rewrite would not find the learned codes "
                                 "on the grid of the written weights)");
       } else {
@@ -1002,7 +1006,7 @@ ReconstructionSummary reconstruct_layers(onnx::ModelProto& prepared, const Rewri
         judge(c, values, old_bias, record);
       }
       record.seconds = seconds_since(layer_start) + pass_seconds;
-      log_layer(name, record, c.shape);
+      log_layer(name, record, c.shape, written_back);
       summary.per_layer.push_back(record);
       if (options.progress) options.progress(done, sites.size());
     }
