@@ -188,8 +188,8 @@ AlgorithmRecipe algorithm_recipe(const QuantConfig& config) {
       settings.lr_adjust =
           ReconstructionSettings::LearningRateAdjust{.threshold = (*given.lr_adjust)[0], .learning_rate = (*given.lr_adjust)[1]};
     }
-    // Quark's other target op types (InstanceNormalization, LayerNormalization) match no layer
-    // mixprec learns (parse_config warns).
+    // Quark's other target op types (InstanceNormalization, LayerNormalization) are accepted and
+    // match no layer mixprec learns (a list of only them leaves the "nothing learned" note).
     if (given.target_op_type) settings.op_types = *given.target_op_type;
     return settings;
   };
