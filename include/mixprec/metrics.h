@@ -130,6 +130,18 @@ class OutputComparer {
     void merge(const Sums& other);  // adds the counts and sums; leaves `rows` alone
   };
 
+ public:
+  // add() in two steps, for a caller that adds one sample of several outputs, all or none
+  // (ModelComparer): measure_sample() throws as add() does and changes nothing; take() adds
+  // what it measured.
+  class Measurement {
+    friend class OutputComparer;
+    Sums sums;
+  };
+  Measurement measure_sample(const Tensor& reference, const Tensor& candidate) const;
+  void take(Measurement&& measurement);
+
+ private:
   // The sums of one sample; throws on a shape mismatch or a non-finite reference.
   Sums measure(const Tensor& reference, const Tensor& candidate) const;
 

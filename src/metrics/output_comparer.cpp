@@ -163,8 +163,16 @@ OutputComparer::Sums OutputComparer::measure(const Tensor& reference, const Tens
   return sums;
 }
 
-void OutputComparer::add(const Tensor& reference, const Tensor& candidate) {
-  const Sums sample = measure(reference, candidate);
+void OutputComparer::add(const Tensor& reference, const Tensor& candidate) { take(measure_sample(reference, candidate)); }
+
+OutputComparer::Measurement OutputComparer::measure_sample(const Tensor& reference, const Tensor& candidate) const {
+  Measurement measured;
+  measured.sums = measure(reference, candidate);
+  return measured;
+}
+
+void OutputComparer::take(Measurement&& measurement) {
+  const Sums& sample = measurement.sums;
   rows_ = samples_ == 0 || rows_ == sample.rows ? sample.rows : RowKind::kNone;
   sums_.merge(sample);
   ++samples_;
@@ -223,11 +231,14 @@ void ModelComparer::add(const NamedTensors& reference, const NamedTensors& candi
   const auto named = [](const std::string& name) {
     return [&name](const auto& entry) { return entry.first == name; };
   };
-  std::vector<OutputComparer> next = outputs_;
-  if (next.empty()) {
+  // Every output is checked and measured before any takes its sample, so a throw leaves the
+  // comparer as it was without copying what it holds.
+  std::vector<OutputComparer> first;  // the first call's outputs
+  if (outputs_.empty()) {
     if (reference.empty()) throw_bad_input("", "the reference sample has no outputs to compare");
-    for (const auto& [name, tensor] : reference) next.emplace_back(name, tolerance_);
+    for (const auto& [name, tensor] : reference) first.emplace_back(name, tolerance_);
   }
+  const std::vector<OutputComparer>& next = outputs_.empty() ? first : outputs_;
   const std::pair<const NamedTensors*, const char*> samples[] = {{&reference, "reference"}, {&candidate, "candidate"}};
   for (const auto& [sample, model] : samples) {
     for (const auto& [name, tensor] : *sample) {
@@ -243,13 +254,16 @@ void ModelComparer::add(const NamedTensors& reference, const NamedTensors& candi
       }
     }
   }
-  for (OutputComparer& output : next) {
+  std::vector<OutputComparer::Measurement> measured;
+  measured.reserve(next.size());
+  for (const OutputComparer& output : next) {
     const auto tensor = [&](const NamedTensors& sample) -> const Tensor& {
       return std::find_if(sample.begin(), sample.end(), named(output.name()))->second;
     };
-    output.add(tensor(reference), tensor(candidate));
+    measured.push_back(output.measure_sample(tensor(reference), tensor(candidate)));
   }
-  outputs_ = std::move(next);
+  if (outputs_.empty()) outputs_ = std::move(first);
+  for (size_t i = 0; i < outputs_.size(); ++i) outputs_[i].take(std::move(measured[i]));
 }
 
 std::vector<OutputMetrics> ModelComparer::results() const {

@@ -282,6 +282,12 @@ TEST(MetricsModelComparer, EmptyFirstSampleThrows) {
   ModelComparer comparer;
   EXPECT_EQ(catch_error([&] { comparer.add({}, {}); }).kind(), ErrorKind::kBadInput);
   EXPECT_TRUE(comparer.results().empty());
+  // A first sample whose second output does not match leaves no output behind either.
+  EXPECT_EQ(catch_error([&] {
+              comparer.add({{"a", floats({1}, {1})}, {"b", floats({1}, {2})}}, {{"a", floats({1}, {1})}, {"b", floats({2}, {2, 2})}});
+            }).kind(),
+            ErrorKind::kBadInput);
+  EXPECT_TRUE(comparer.results().empty());
 }
 
 // ---- parse_target ----
