@@ -92,8 +92,8 @@ constexpr const char* kSmoothQuantUsed[] = {"alpha"};
 // update_bias (Quark's AdaRound ignores it too) and AdaQuant's reg_param, beta_range and
 // warm_start (the rounding regulariser's, which AdaQuant does not have).
 // mixprec learns on CPU, full-batch over every calibration sample, every step, with no random
-// draw, against the model given; a key whose value says the same (or that only tunes Quark's
-// memory, logging or loading) is accepted without a word.
+// draw, against the model given; a key whose value says the same, or that only places Quark's
+// work (devices, logging, caching, pinned memory), is accepted without a word.
 // clang-format off
 constexpr UnusedReconstructionKey kUnusedKeys[] = {
   {"optim_device",         "OptimDevice",       "\"cpu\""},
@@ -105,14 +105,14 @@ constexpr UnusedReconstructionKey kUnusedKeys[] = {
   {"early_stop",           "EarlyStop",         "false"},
   {"output_index",         "OutputIndex",       nullptr},
   {"output_qdq",           "OutputQDQ",         "false"},  // the loss before the output's quantizer
-  {"mem_opt_level",        "MemOptLevel",       "*"},
+  {"mem_opt_level",        "MemOptLevel",       "1"},      // Quark's default; its level 2 changes what Quark computes
   {"cache_dir",            nullptr,             "*"},
   {"log_period",           "LogPeriod",         "*"},
   {"ref_model_path",       "RefModelPath",      "null"},
-  {"dynamic_batch",        "DynamicBatch",      "*"},
+  {"dynamic_batch",        "DynamicBatch",      "false"},
   {"parallel",             "Parallel",          "false"},  // layer after layer, each on its learned upstream
   {"select_max_mem_layer", "SelectMaxMemLayer", nullptr},
-  {"num_workers",          "NumWorkers",        "*"},
+  {"num_workers",          "NumWorkers",        nullptr},  // it changes what Quark computes
   {"pin_memory",           nullptr,             "*"},
   {"use_gds",              nullptr,             "*"},
 };
